@@ -1,0 +1,18 @@
+{
+  "targets": [{
+    "target_name": "tensorproc",
+    "sources": [
+      "native/addon.cc",
+      "native/errors.cc",
+      "native/segment.cc",
+      "native/mapping.cc",
+      "native/futex.cc",
+      "native/channel.cc",
+      "native/process.cc"
+    ],
+    "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+    "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "_GNU_SOURCE"],
+    "cflags_cc": ["-std=c++20", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+    "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"]
+  }]
+}

@@ -1,0 +1,12 @@
+#include "common.h"
+
+static Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  tp::InitSegment(env, exports);
+  tp::InitMapping(env, exports);
+  tp::InitFutex(env, exports);
+  tp::InitChannel(env, exports);
+  tp::InitProcess(env, exports);
+  return exports;
+}
+
+NODE_API_MODULE(tensorproc, Init)

@@ -1,0 +1,231 @@
+// Channels: non-blocking AF_UNIX SOCK_SEQPACKET socketpairs. The kernel keeps message
+// boundaries, lets many processes send and receive on one socket with each message taken
+// whole by exactly one receiver, carries descriptors (SCM_RIGHTS), and cannot be left locked
+// by a process killed mid-send. Readiness comes from libuv (uv_poll), so the event loop
+// never blocks. Framing and policy are in src/transport.
+#include "common.h"
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+#include <cerrno>
+#include <vector>
+
+namespace tp {
+namespace {
+
+constexpr int kMaxFds = 253;  // SCM_MAX_FD
+
+Napi::Value Socketpair(const Napi::CallbackInfo& info) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0) {
+    ThrowErrno(info.Env(), errno, "socketpair");
+    return info.Env().Undefined();
+  }
+  Napi::Array out = Napi::Array::New(info.Env(), 2);
+  out.Set(0u, Napi::Number::New(info.Env(), sv[0]));
+  out.Set(1u, Napi::Number::New(info.Env(), sv[1]));
+  return out;
+}
+
+bool BytesArg(const Napi::CallbackInfo& info, size_t i, char** data, size_t* len) {
+  if (info.Length() <= i || !info[i].IsTypedArray()) {
+    Napi::TypeError::New(info.Env(), "tensorproc addon: expected a Uint8Array").ThrowAsJavaScriptException();
+    return false;
+  }
+  auto view = ToV8(info[i]).As<v8::ArrayBufferView>();
+  *data = static_cast<char*>(view->Buffer()->Data()) + view->ByteOffset();
+  *len = view->ByteLength();
+  return true;
+}
+
+// send(fd, bytes, fds?) -> bytes sent, or -EAGAIN when the socket buffer is full. One
+// datagram: the kernel sends all of it or none of it.
+Napi::Value Send(const Napi::CallbackInfo& info) {
+  int64_t fd;
+  char* data; size_t len;
+  if (!ArgInt(info, 0, &fd) || !BytesArg(info, 1, &data, &len)) return info.Env().Undefined();
+  struct iovec iov = {data, len};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+  if (info.Length() > 2 && info[2].IsTypedArray()) {
+    auto fds = info[2].As<Napi::Int32Array>();
+    size_t n = fds.ElementLength();
+    if (n > 0) {
+      if (n > kMaxFds) {
+        Napi::RangeError::New(info.Env(), "tensorproc addon: too many descriptors in one message").ThrowAsJavaScriptException();
+        return info.Env().Undefined();
+      }
+      msg.msg_control = control;
+      msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+      struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+      std::memcpy(CMSG_DATA(c), fds.Data(), sizeof(int) * n);
+    }
+  }
+  ssize_t r;
+  do { r = sendmsg(static_cast<int>(fd), &msg, MSG_NOSIGNAL | MSG_DONTWAIT); } while (r < 0 && errno == EINTR);
+  if (r < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Napi::Number::New(info.Env(), -EAGAIN);
+    ThrowErrno(info.Env(), errno, "sendmsg");
+    return info.Env().Undefined();
+  }
+  return Napi::Number::New(info.Env(), static_cast<double>(r));
+}
+
+// recv(fd, buffer, fdsOut) -> length of the datagram, -EAGAIN when none is waiting, or -1
+// at end of stream (every peer closed). fdsOut[0] receives the descriptor count and
+// fdsOut[1..] the descriptors (close-on-exec). A datagram larger than the buffer, or with
+// more descriptors than fdsOut holds, is an error (EMSGSIZE) and its descriptors are closed:
+// nothing leaks.
+Napi::Value Recv(const Napi::CallbackInfo& info) {
+  int64_t fd;
+  char* data; size_t len;
+  if (!ArgInt(info, 0, &fd) || !BytesArg(info, 1, &data, &len)) return info.Env().Undefined();
+  if (info.Length() < 3 || !info[2].IsTypedArray()) {
+    Napi::TypeError::New(info.Env(), "tensorproc addon: expected an Int32Array for descriptors").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  auto fdsOut = info[2].As<Napi::Int32Array>();
+  struct iovec iov = {data, len};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t r;
+  do { r = recvmsg(static_cast<int>(fd), &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT); } while (r < 0 && errno == EINTR);
+  if (r < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Napi::Number::New(info.Env(), -EAGAIN);
+    ThrowErrno(info.Env(), errno, "recvmsg");
+    return info.Env().Undefined();
+  }
+  size_t nfds = 0;
+  std::vector<int> got;
+  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      const int* p = reinterpret_cast<const int*>(CMSG_DATA(c));
+      got.insert(got.end(), p, p + k);
+    }
+  }
+  nfds = got.size();
+  bool tooMany = nfds + 1 > fdsOut.ElementLength();
+  if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || tooMany) {
+    for (int f : got) close(f);
+    ThrowErrno(info.Env(), EMSGSIZE, "recvmsg");
+    return info.Env().Undefined();
+  }
+  if (r == 0 && nfds == 0) return Napi::Number::New(info.Env(), -1);
+  fdsOut[0] = static_cast<int32_t>(nfds);
+  for (size_t k = 0; k < nfds; k++) fdsOut[k + 1] = got[k];
+  return Napi::Number::New(info.Env(), static_cast<double>(r));
+}
+
+// Poll: readiness of a descriptor from the event loop (uv_poll). The callback gets
+// (status, events) with events a mask of 1 readable, 2 writable, 4 disconnect.
+class Poll : public Napi::ObjectWrap<Poll> {
+ public:
+  static Napi::Function Class(Napi::Env env) {
+    return DefineClass(env, "Poll", {
+      InstanceMethod("start", &Poll::Start),
+      InstanceMethod("stop", &Poll::Stop),
+      InstanceMethod("close", &Poll::Close),
+      InstanceMethod("ref", &Poll::Ref_),
+      InstanceMethod("unref", &Poll::Unref_),
+    });
+  }
+
+  Poll(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Poll>(info), ctx_(info.Env(), "tensorproc.Poll") {
+    int64_t fd;
+    if (!ArgInt(info, 0, &fd)) return;
+    if (info.Length() < 2 || !info[1].IsFunction()) {
+      Napi::TypeError::New(info.Env(), "tensorproc addon: Poll needs a callback").ThrowAsJavaScriptException();
+      return;
+    }
+    cb_ = Napi::Persistent(info[1].As<Napi::Function>());
+    uv_loop_t* loop;
+    napi_get_uv_event_loop(info.Env(), &loop);
+    handle_ = new uv_poll_t;
+    int r = uv_poll_init(loop, handle_, static_cast<int>(fd));
+    if (r != 0) {
+      delete handle_;
+      handle_ = nullptr;
+      ThrowErrno(info.Env(), -r, "uv_poll_init");
+      return;
+    }
+    handle_->data = this;
+  }
+
+  ~Poll() override { CloseHandle(); }
+
+ private:
+  static void OnPoll(uv_poll_t* h, int status, int events) {
+    Poll* self = static_cast<Poll*>(h->data);
+    Napi::Env env = self->Env();
+    Napi::HandleScope scope(env);
+    // MakeCallback, not Call: it runs the microtask queue and nextTicks afterwards, as any
+    // Node I/O callback does.
+    self->cb_.MakeCallback(env.Undefined(), {Napi::Number::New(env, status), Napi::Number::New(env, events)},
+                           self->ctx_);
+  }
+
+  Napi::Value Start(const Napi::CallbackInfo& info) {
+    if (!handle_) return info.Env().Undefined();
+    int events = info[0].As<Napi::Number>().Int32Value();
+    int r = uv_poll_start(handle_, events, OnPoll);
+    if (r != 0) { ThrowErrno(info.Env(), -r, "uv_poll_start"); return info.Env().Undefined(); }
+    // While active, the JS object must not be collected: its callback may still fire.
+    if (self_.IsEmpty()) self_ = Napi::Persistent(Value());
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Stop(const Napi::CallbackInfo& info) {
+    if (handle_) uv_poll_stop(handle_);
+    if (!self_.IsEmpty()) self_.Reset();
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    CloseHandle();
+    if (!self_.IsEmpty()) self_.Reset();
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Ref_(const Napi::CallbackInfo& info) {
+    if (handle_) uv_ref(reinterpret_cast<uv_handle_t*>(handle_));
+    return info.Env().Undefined();
+  }
+  Napi::Value Unref_(const Napi::CallbackInfo& info) {
+    if (handle_) uv_unref(reinterpret_cast<uv_handle_t*>(handle_));
+    return info.Env().Undefined();
+  }
+
+  void CloseHandle() {
+    if (!handle_) return;
+    handle_->data = nullptr;
+    // The handle's memory must outlive uv_close: free it in the close callback.
+    uv_close(reinterpret_cast<uv_handle_t*>(handle_), [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
+    handle_ = nullptr;
+  }
+
+  uv_poll_t* handle_ = nullptr;
+  Napi::FunctionReference cb_;
+  Napi::ObjectReference self_;
+  Napi::AsyncContext ctx_;
+};
+
+}  // namespace
+
+void InitChannel(Napi::Env env, Napi::Object exports) {
+  exports.Set("socketpair", Napi::Function::New(env, Socketpair));
+  exports.Set("send", Napi::Function::New(env, Send));
+  exports.Set("recv", Napi::Function::New(env, Recv));
+  exports.Set("Poll", Poll::Class(env));
+}
+
+}  // namespace tp

@@ -1,0 +1,138 @@
+// Futex wait/wake on a word of a shared mapping. Atomics.wait/notify keep their waiters per
+// process, so they cannot wake a waiter in another process; the futex syscall without
+// FUTEX_PRIVATE_FLAG keys waiters by the physical page and can.
+#include "mapping.h"
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <thread>
+
+namespace tp {
+
+namespace {
+
+enum WaitResult { kOk = 0, kTimedOut = 1, kNotEqual = 2 };
+
+// Waits while *word == expected, at most timeoutMs (< 0: forever). Spurious wake-ups and
+// signals return kOk; callers re-check their condition, as with any futex.
+int WaitOn(uint32_t* word, uint32_t expected, double timeoutMs, int* err) {
+  struct timespec ts, *tsp = nullptr;
+  if (timeoutMs >= 0) {
+    ts.tv_sec = static_cast<time_t>(timeoutMs / 1000);
+    ts.tv_nsec = static_cast<long>((timeoutMs - ts.tv_sec * 1000.0) * 1e6);
+    tsp = &ts;
+  }
+  long r = syscall(SYS_futex, word, FUTEX_WAIT, expected, tsp, nullptr, 0);
+  if (r == 0) return kOk;
+  if (errno == ETIMEDOUT) return kTimedOut;
+  if (errno == EAGAIN) return kNotEqual;
+  if (errno == EINTR) return kOk;
+  *err = errno;
+  return -1;
+}
+
+bool WordArg(const Napi::CallbackInfo& info, Mapping** m, uint32_t** word) {
+  *m = ArgMapping(info, 0);
+  if (!*m) return false;
+  int64_t off;
+  if (!ArgInt(info, 1, &off)) return false;
+  if (off < 0 || off % 4 != 0 || static_cast<size_t>(off) + 4 > (*m)->size) {
+    Napi::RangeError::New(info.Env(), "tensorproc addon: futex word outside the mapping or misaligned")
+        .ThrowAsJavaScriptException();
+    return false;
+  }
+  *word = reinterpret_cast<uint32_t*>(static_cast<char*>((*m)->addr) + off);
+  return true;
+}
+
+const char* ResultName(int r) { return r == kOk ? "ok" : r == kTimedOut ? "timed-out" : "not-equal"; }
+
+// futexWait(mapping, byteOffset, expected, timeoutMs) -> 'ok' | 'timed-out' | 'not-equal'.
+// Blocks the calling thread: for worker threads and synchronous code only.
+Napi::Value FutexWait(const Napi::CallbackInfo& info) {
+  Mapping* m; uint32_t* word;
+  if (!WordArg(info, &m, &word)) return info.Env().Undefined();
+  uint32_t expected = info[2].As<Napi::Number>().Uint32Value();
+  double timeout = info[3].As<Napi::Number>().DoubleValue();
+  int err = 0;
+  int r = WaitOn(word, expected, timeout, &err);
+  if (r < 0) { ThrowErrno(info.Env(), err, "futex(FUTEX_WAIT)"); return info.Env().Undefined(); }
+  return Napi::String::New(info.Env(), ResultName(r));
+}
+
+// futexWake(mapping, byteOffset, count) -> number of waiters woken.
+Napi::Value FutexWake(const Napi::CallbackInfo& info) {
+  Mapping* m; uint32_t* word;
+  if (!WordArg(info, &m, &word)) return info.Env().Undefined();
+  int64_t count;
+  if (!ArgInt(info, 2, &count)) return info.Env().Undefined();
+  int n = count > INT_MAX || count < 0 ? INT_MAX : static_cast<int>(count);
+  long r = syscall(SYS_futex, word, FUTEX_WAKE, n, nullptr, nullptr, 0);
+  if (r < 0) { ThrowErrno(info.Env(), errno, "futex(FUTEX_WAKE)"); return info.Env().Undefined(); }
+  return Napi::Number::New(info.Env(), static_cast<double>(r));
+}
+
+struct AsyncWait {
+  Mapping* m;
+  uint32_t* word;
+  uint32_t expected;
+  double timeout;
+  int result = 0;
+  int err = 0;
+  Napi::Promise::Deferred deferred;
+};
+
+void ResolveOnLoop(Napi::Env env, Napi::Function, std::nullptr_t*, AsyncWait* w) {
+  if (env != nullptr) {
+    if (w->result < 0) {
+      // Build the error without throwing it: reject the promise with it.
+      const char* name = strerrorname_np(w->err);
+      Napi::Error e = Napi::Error::New(env, std::string("futex(FUTEX_WAIT) failed: ") + strerror(w->err));
+      e.Set("errno", Napi::Number::New(env, -w->err));
+      e.Set("code", Napi::String::New(env, name ? name : "EUNKNOWN"));
+      e.Set("syscall", Napi::String::New(env, "futex(FUTEX_WAIT)"));
+      w->deferred.Reject(e.Value());
+    } else {
+      w->deferred.Resolve(Napi::String::New(env, ResultName(w->result)));
+    }
+  }
+  MappingRelease(w->m);
+  delete w;
+}
+
+using WaitTsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, AsyncWait, ResolveOnLoop>;
+
+// futexWaitAsync(mapping, byteOffset, expected, timeoutMs) -> Promise of the same strings.
+// The wait runs on a thread of its own, never on libuv's pool (four threads shared with fs
+// and dns, which a few long waits would starve). The pending wait keeps the event loop
+// alive, as a pending timer would.
+Napi::Value FutexWaitAsync(const Napi::CallbackInfo& info) {
+  Mapping* m; uint32_t* word;
+  if (!WordArg(info, &m, &word)) return info.Env().Undefined();
+  auto* w = new AsyncWait{m, word, info[2].As<Napi::Number>().Uint32Value(),
+                          info[3].As<Napi::Number>().DoubleValue(), 0, 0,
+                          Napi::Promise::Deferred::New(info.Env())};
+  Napi::Value promise = w->deferred.Promise();
+  MappingRetain(m);  // the word must stay mapped while the thread waits on it
+  WaitTsfn tsfn = WaitTsfn::New(info.Env(), "tensorproc.futexWaitAsync", 0, 1);
+  std::thread([w, tsfn]() mutable {
+    w->result = WaitOn(w->word, w->expected, w->timeout, &w->err);
+    tsfn.BlockingCall(w);
+    tsfn.Release();
+  }).detach();
+  return promise;
+}
+
+}  // namespace
+
+void InitFutex(Napi::Env env, Napi::Object exports) {
+  exports.Set("futexWait", Napi::Function::New(env, FutexWait));
+  exports.Set("futexWake", Napi::Function::New(env, FutexWake));
+  exports.Set("futexWaitAsync", Napi::Function::New(env, FutexWaitAsync));
+}
+
+}  // namespace tp

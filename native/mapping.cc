@@ -1,0 +1,130 @@
+// Mappings: one mmap of a segment, seen from JS as any number of ArrayBuffers and
+// SharedArrayBuffers over parts of it. See NOTE [Node-API and the V8 API] in common.h.
+//
+// NOTE [Mapping lifetime]
+// A Mapping counts its holders: the JS handle (an External, dropped by unmap() or by the
+// garbage collector) and every buffer made over it (dropped when V8 frees the buffer's
+// backing store: after the last view is collected, or at once when the buffer is detached
+// and nothing else holds the store). The memory is unmapped when the count reaches zero, so
+// no JS object can ever point at unmapped memory. V8 may run a deleter on any thread, hence
+// the atomic count.
+#include "mapping.h"
+#include <sys/mman.h>
+#include <cerrno>
+
+namespace tp {
+
+std::atomic<int64_t> g_maps{0}, g_unmaps{0};
+
+void MappingRetain(Mapping* m) { m->refs.fetch_add(1, std::memory_order_relaxed); }
+void MappingRelease(Mapping* m) {
+  if (m->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    munmap(m->addr, m->size);
+    g_unmaps.fetch_add(1, std::memory_order_relaxed);
+    delete m;
+  }
+}
+
+Mapping* ArgMapping(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsExternal()) {
+    Napi::TypeError::New(info.Env(), "tensorproc addon: expected a mapping").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  Mapping* m = info[i].As<Napi::External<Mapping>>().Data();
+  if (m->handleDropped) {
+    Napi::Error::New(info.Env(), "tensorproc addon: mapping already unmapped").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  return m;
+}
+
+namespace {
+
+void DropHandle(Mapping* m) {
+  if (m->handleDropped) return;
+  m->handleDropped = true;
+  MappingRelease(m);
+}
+
+// map(fd, size) -> External. The descriptor may be closed right after: a mapping outlives it.
+Napi::Value Map(const Napi::CallbackInfo& info) {
+  int64_t fd, size;
+  if (!ArgInt(info, 0, &fd) || !ArgInt(info, 1, &size)) return info.Env().Undefined();
+  void* addr = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
+  if (addr == MAP_FAILED) { ThrowErrno(info.Env(), errno, "mmap"); return info.Env().Undefined(); }
+  g_maps.fetch_add(1, std::memory_order_relaxed);
+  Mapping* m = new Mapping{addr, static_cast<size_t>(size), {1}, false};
+  return Napi::External<Mapping>::New(info.Env(), m, [](Napi::Env, Mapping* mm) { DropHandle(mm); });
+}
+
+void BufferDeleter(void*, size_t, void* data) { MappingRelease(static_cast<Mapping*>(data)); }
+
+bool Range(const Napi::CallbackInfo& info, Mapping* m, int64_t* off, int64_t* len) {
+  if (!ArgInt(info, 1, off) || !ArgInt(info, 2, len)) return false;
+  if (*off < 0 || *len < 0 || static_cast<size_t>(*off + *len) > m->size) {
+    Napi::RangeError::New(info.Env(), "tensorproc addon: range outside the mapping").ThrowAsJavaScriptException();
+    return false;
+  }
+  return true;
+}
+
+// buffer(mapping, offset, length) -> ArrayBuffer over [offset, offset+length).
+Napi::Value Buffer(const Napi::CallbackInfo& info) {
+  Mapping* m = ArgMapping(info, 0);
+  int64_t off, len;
+  if (!m || !Range(info, m, &off, &len)) return info.Env().Undefined();
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  MappingRetain(m);
+  auto store = v8::ArrayBuffer::NewBackingStore(static_cast<char*>(m->addr) + off, len, BufferDeleter, m);
+  return Napi::Value(info.Env(), FromV8(v8::ArrayBuffer::New(isolate, std::move(store))));
+}
+
+// sharedBuffer(mapping, offset, length) -> SharedArrayBuffer over the same bytes: what
+// Atomics and worker_threads need.
+Napi::Value SharedBuffer(const Napi::CallbackInfo& info) {
+  Mapping* m = ArgMapping(info, 0);
+  int64_t off, len;
+  if (!m || !Range(info, m, &off, &len)) return info.Env().Undefined();
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  MappingRetain(m);
+  auto store = v8::SharedArrayBuffer::NewBackingStore(static_cast<char*>(m->addr) + off, len, BufferDeleter, m);
+  return Napi::Value(info.Env(), FromV8(v8::SharedArrayBuffer::New(isolate, std::move(store))));
+}
+
+// unmap(mapping): drops the handle's hold; buffers still alive keep the memory mapped.
+Napi::Value Unmap(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsExternal()) return info.Env().Undefined();
+  DropHandle(info[0].As<Napi::External<Mapping>>().Data());
+  return info.Env().Undefined();
+}
+
+// detach(arrayBuffer): every view over it becomes empty, and its hold on the mapping goes
+// with its backing store. This is how release() makes stale views harmless.
+Napi::Value Detach(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsArrayBuffer()) return info.Env().Undefined();
+  Napi::ArrayBuffer ab = info[0].As<Napi::ArrayBuffer>();
+  if (!ab.IsDetached()) ab.Detach();
+  return info.Env().Undefined();
+}
+
+// stats() -> [maps, unmaps] since the process started (all threads): lets tests see that a
+// recycled segment caused no new mapping.
+Napi::Value Stats(const Napi::CallbackInfo& info) {
+  Napi::Array out = Napi::Array::New(info.Env(), 2);
+  out.Set(0u, Napi::Number::New(info.Env(), static_cast<double>(g_maps.load())));
+  out.Set(1u, Napi::Number::New(info.Env(), static_cast<double>(g_unmaps.load())));
+  return out;
+}
+
+}  // namespace
+
+void InitMapping(Napi::Env env, Napi::Object exports) {
+  exports.Set("map", Napi::Function::New(env, Map));
+  exports.Set("buffer", Napi::Function::New(env, Buffer));
+  exports.Set("sharedBuffer", Napi::Function::New(env, SharedBuffer));
+  exports.Set("unmap", Napi::Function::New(env, Unmap));
+  exports.Set("detach", Napi::Function::New(env, Detach));
+  exports.Set("mappingStats", Napi::Function::New(env, Stats));
+}
+
+}  // namespace tp

@@ -1,0 +1,20 @@
+#pragma once
+#include "common.h"
+#include <atomic>
+
+namespace tp {
+
+// See NOTE [Mapping lifetime] in mapping.cc.
+struct Mapping {
+  void* addr;
+  size_t size;
+  std::atomic<int64_t> refs;
+  bool handleDropped;  // touched on the owning JS thread only
+};
+
+void MappingRetain(Mapping* m);
+void MappingRelease(Mapping* m);
+// Resolves a mapping argument, or throws and returns nullptr.
+Mapping* ArgMapping(const Napi::CallbackInfo& info, size_t i);
+
+}  // namespace tp

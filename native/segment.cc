@@ -1,0 +1,113 @@
+// Segments: the descriptors behind shared memory. memfd for 'file_descriptor' (anonymous:
+// the memory dies with its last descriptor and mapping), shm_open for 'file_system' (named
+// under /dev/shm). See NOTE [Segment lifetime] in src/sharing/segment.ts for who frees what.
+#include "common.h"
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+
+namespace tp {
+namespace {
+
+// tmpfs allocates lazily: without this, a segment larger than the free space is created
+// fine and the first write past the free space kills the process with SIGBUS. fallocate
+// reserves every page now, so a full /dev/shm is a clean ENOSPC here.
+int Reserve(int fd, int64_t size) {
+  if (size == 0) return 0;
+  int r;
+  do { r = posix_fallocate(fd, 0, size); } while (r == EINTR);
+  return r;
+}
+
+// memfdCreate(name, size) -> fd, sized, reserved and sealed against resizing.
+Napi::Value MemfdCreate(const Napi::CallbackInfo& info) {
+  std::string name; int64_t size;
+  if (!ArgString(info, 0, &name) || !ArgInt(info, 1, &size)) return info.Env().Undefined();
+  int fd = memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) { ThrowErrno(info.Env(), errno, "memfd_create"); return info.Env().Undefined(); }
+  int r = Reserve(fd, size);
+  if (r != 0) { close(fd); ThrowErrno(info.Env(), r, "posix_fallocate"); return info.Env().Undefined(); }
+  // A receiver maps `size` bytes; if a peer could shrink the file, touching the tail would
+  // SIGBUS the receiver. Seal the size, and seal the seals.
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    int e = errno; close(fd); ThrowErrno(info.Env(), e, "fcntl(F_ADD_SEALS)"); return info.Env().Undefined();
+  }
+  return Napi::Number::New(info.Env(), fd);
+}
+
+// shmCreate(name, size) -> fd. Exclusive create with mode 0600; on any failure the name is
+// removed again so nothing is left in /dev/shm.
+Napi::Value ShmCreate(const Napi::CallbackInfo& info) {
+  std::string name; int64_t size;
+  if (!ArgString(info, 0, &name) || !ArgInt(info, 1, &size)) return info.Env().Undefined();
+  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) { ThrowErrno(info.Env(), errno, "shm_open"); return info.Env().Undefined(); }
+  int r = Reserve(fd, size);
+  if (r != 0) {
+    shm_unlink(name.c_str()); close(fd);
+    ThrowErrno(info.Env(), r, "posix_fallocate");
+    return info.Env().Undefined();
+  }
+  return Napi::Number::New(info.Env(), fd);
+}
+
+Napi::Value ShmOpen(const Napi::CallbackInfo& info) {
+  std::string name;
+  if (!ArgString(info, 0, &name)) return info.Env().Undefined();
+  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) { ThrowErrno(info.Env(), errno, "shm_open"); return info.Env().Undefined(); }
+  return Napi::Number::New(info.Env(), fd);
+}
+
+Napi::Value ShmUnlink(const Napi::CallbackInfo& info) {
+  std::string name;
+  if (!ArgString(info, 0, &name)) return info.Env().Undefined();
+  if (shm_unlink(name.c_str()) != 0) { ThrowErrno(info.Env(), errno, "shm_unlink"); }
+  return info.Env().Undefined();
+}
+
+// fstat(fd) -> [size, dev, ino]: the real size (checked against what a handle claims) and
+// the identity by which one segment received twice is recognised as one.
+Napi::Value Fstat(const Napi::CallbackInfo& info) {
+  int64_t fd;
+  if (!ArgInt(info, 0, &fd)) return info.Env().Undefined();
+  struct stat st;
+  if (fstat(static_cast<int>(fd), &st) != 0) { ThrowErrno(info.Env(), errno, "fstat"); return info.Env().Undefined(); }
+  Napi::Array out = Napi::Array::New(info.Env(), 3);
+  out.Set(0u, Napi::Number::New(info.Env(), static_cast<double>(st.st_size)));
+  out.Set(1u, Napi::Number::New(info.Env(), static_cast<double>(st.st_dev)));
+  out.Set(2u, Napi::Number::New(info.Env(), static_cast<double>(st.st_ino)));
+  return out;
+}
+
+Napi::Value Close(const Napi::CallbackInfo& info) {
+  int64_t fd;
+  if (!ArgInt(info, 0, &fd)) return info.Env().Undefined();
+  // Linux closes the descriptor even when close() reports EINTR: never retry.
+  if (close(static_cast<int>(fd)) != 0 && errno != EINTR) ThrowErrno(info.Env(), errno, "close");
+  return info.Env().Undefined();
+}
+
+Napi::Value Dup(const Napi::CallbackInfo& info) {
+  int64_t fd;
+  if (!ArgInt(info, 0, &fd)) return info.Env().Undefined();
+  int r = fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 3);
+  if (r < 0) { ThrowErrno(info.Env(), errno, "dup"); return info.Env().Undefined(); }
+  return Napi::Number::New(info.Env(), r);
+}
+
+}  // namespace
+
+void InitSegment(Napi::Env env, Napi::Object exports) {
+  exports.Set("memfdCreate", Napi::Function::New(env, MemfdCreate));
+  exports.Set("shmCreate", Napi::Function::New(env, ShmCreate));
+  exports.Set("shmOpen", Napi::Function::New(env, ShmOpen));
+  exports.Set("shmUnlink", Napi::Function::New(env, ShmUnlink));
+  exports.Set("fstat", Napi::Function::New(env, Fstat));
+  exports.Set("close", Napi::Function::New(env, Close));
+  exports.Set("dup", Napi::Function::New(env, Dup));
+}
+
+}  // namespace tp

@@ -1,0 +1,90 @@
+// Loads the C++ addon and gives it a type. Nothing here validates: callers in src/tensor,
+// src/sharing and src/transport check their arguments before calling in.
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { AddonError } from '../errors.js';
+
+/** An mmap of a segment, opaque to JS. See NOTE [Mapping lifetime] in native/mapping.cc. */
+export interface NativeMapping {
+  readonly __mapping: unique symbol;
+}
+
+export interface NativePoll {
+  start(events: number): void;
+  stop(): void;
+  close(): void;
+  ref(): void;
+  unref(): void;
+}
+
+export interface Addon {
+  memfdCreate(name: string, size: number): number;
+  shmCreate(name: string, size: number): number;
+  shmOpen(name: string): number;
+  shmUnlink(name: string): void;
+  /** [size, dev, ino] */
+  fstat(fd: number): [number, number, number];
+  close(fd: number): void;
+  dup(fd: number): number;
+
+  map(fd: number, size: number): NativeMapping;
+  buffer(m: NativeMapping, offset: number, length: number): ArrayBuffer;
+  sharedBuffer(m: NativeMapping, offset: number, length: number): SharedArrayBuffer;
+  unmap(m: NativeMapping): void;
+  detach(ab: ArrayBuffer): void;
+  /** [maps, unmaps] since the process started, all threads. */
+  mappingStats(): [number, number];
+
+  futexWait(m: NativeMapping, byteOffset: number, expected: number, timeoutMs: number): FutexResult;
+  futexWake(m: NativeMapping, byteOffset: number, count: number): number;
+  futexWaitAsync(m: NativeMapping, byteOffset: number, expected: number, timeoutMs: number): Promise<FutexResult>;
+
+  socketpair(): [number, number];
+  /** Bytes sent, or -EAGAIN (-11). */
+  send(fd: number, bytes: Uint8Array, fds?: Int32Array): number;
+  /** Datagram length, -EAGAIN (-11) when none waits, -1 at end of stream. */
+  recv(fd: number, buffer: Uint8Array, fdsOut: Int32Array): number;
+  Poll: new (fd: number, callback: (status: number, events: number) => void) => NativePoll;
+
+  setParentDeathSignal(signal: number): void;
+  getppid(): number;
+}
+
+export type FutexResult = 'ok' | 'timed-out' | 'not-equal';
+
+export const EAGAIN = -11;
+export const POLL_READABLE = 1;
+export const POLL_WRITABLE = 2;
+export const POLL_DISCONNECT = 4;
+
+function candidates(): string[] {
+  // dist/src/native/addon.js -> package root is three levels up; src/native/addon.ts under
+  // a TypeScript loader -> two levels up.
+  const here = dirname(fileURLToPath(import.meta.url));
+  const roots = [join(here, '..', '..', '..'), join(here, '..', '..')];
+  const out: string[] = [];
+  for (const root of roots) {
+    out.push(join(root, 'build', 'Release', 'tensorproc.node'));
+    out.push(join(root, 'prebuilds', `${process.platform}-${process.arch}`, 'tensorproc.node'));
+  }
+  return out;
+}
+
+function load(): Addon {
+  if (process.platform !== 'linux') {
+    throw new AddonError(`tensorproc runs on Linux only (this is ${process.platform}).`);
+  }
+  const require = createRequire(import.meta.url);
+  const tried = candidates();
+  for (const path of tried) {
+    if (existsSync(path)) return require(path) as Addon;
+  }
+  throw new AddonError(
+    `The tensorproc native addon is not built. Looked in:\n  ${tried.join('\n  ')}\n` +
+      'Run `npm ci` (or `npm rebuild tensorproc`) with g++, make and python3 installed.',
+  );
+}
+
+export const addon: Addon = load();
