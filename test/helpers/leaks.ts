@@ -1,0 +1,48 @@
+// The leak check every suite runs: after the suite, no /dev/shm/tensorproc_* segment and no
+// descriptor that was not open before it.
+import { readdirSync, readlinkSync } from 'node:fs';
+import { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+
+export function shmSegments(): string[] {
+  return readdirSync('/dev/shm').filter((n) => n.startsWith('tensorproc_'));
+}
+
+export function openFds(): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const n of readdirSync('/proc/self/fd')) {
+    try {
+      out.set(Number(n), readlinkSync(`/proc/self/fd/${n}`));
+    } catch {
+      // the descriptor readdir itself used, closed by now
+    }
+  }
+  return out;
+}
+
+/** Collects garbage twice, letting finalizers run in between. Needs --expose-gc. */
+export async function collectGarbage(): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  for (let i = 0; i < 3; i++) {
+    gc?.();
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+/** Registers before/after hooks on the current file: call once at the top of a test file. */
+export function checkLeaks(): void {
+  let fdsBefore: Map<number, string>;
+  let shmBefore: Set<string>;
+  before(() => {
+    fdsBefore = openFds();
+    shmBefore = new Set(shmSegments());
+  });
+  after(async () => {
+    await collectGarbage();
+    const leakedShm = shmSegments().filter((n) => !shmBefore.has(n));
+    assert.deepEqual(leakedShm, [], 'segments left in /dev/shm');
+    const now = openFds();
+    const leaked = [...now].filter(([fd, target]) => fdsBefore.get(fd) !== target).map(([fd, t]) => `${fd} -> ${t}`);
+    assert.deepEqual(leaked, [], 'descriptors leaked');
+  });
+}

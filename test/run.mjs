@@ -1,0 +1,24 @@
+// Runs every compiled *.test.js under dist/test (fixtures beside them are not tests), one file
+// at a time: suites start real processes and check /dev/shm and descriptors for leaks, so
+// they must not overlap. Extra arguments filter by substring: `node test/run.mjs queue`.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+
+const root = new URL('../dist/test/', import.meta.url).pathname;
+const files = [];
+(function walk(dir) {
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) walk(p);
+    else if (name.endsWith('.test.js')) files.push(p);
+  }
+})(root);
+const filters = process.argv.slice(2);
+const chosen = filters.length ? files.filter((f) => filters.some((s) => f.includes(s))) : files;
+if (chosen.length === 0) {
+  console.error(`no test files matched ${filters.join(' ')}`);
+  process.exit(1);
+}
+const r = spawnSync(process.execPath, ['--expose-gc', '--test', '--test-concurrency=1', ...chosen], { stdio: 'inherit' });
+process.exit(r.status ?? 1);
