@@ -83,3 +83,68 @@ export class AddonError extends Error {
   readonly code = 'ERR_TP_ADDON_MISSING';
   override name = 'AddonError';
 }
+
+// --- processes -------------------------------------------------------------------------
+// torch.multiprocessing's ProcessException family. The constructor takes torch's arguments
+// in torch's order (msg, errorIndex, pid[, exitCode, signalName]) so ported code reads the same.
+/** A child of spawn()/startProcesses() failed; `errorIndex` is its index, `pid` its pid (threadId for threads). */
+export class ProcessException extends Error {
+  readonly code: string = 'ERR_TP_PROCESS';
+  override name = 'ProcessException';
+  constructor(
+    message: string,
+    readonly errorIndex: number,
+    readonly pid: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+/** The child threw (or rejected): the message holds its stack, `cause` is its error rebuilt with its fields. */
+export class ProcessRaisedException extends ProcessException {
+  override readonly code = 'ERR_TP_PROCESS_RAISED';
+  override name = 'ProcessRaisedException';
+}
+/**
+ * The child exited with a non-zero code or was killed by a signal. As in torch, a signal
+ * shows as a negative `exitCode` (-9 for SIGKILL) and `signalName` names it.
+ */
+export class ProcessExitedException extends ProcessException {
+  override readonly code = 'ERR_TP_PROCESS_EXITED';
+  override name = 'ProcessExitedException';
+  constructor(
+    message: string,
+    errorIndex: number,
+    pid: number,
+    readonly exitCode: number,
+    readonly signalName: string | null = null,
+  ) {
+    super(message, errorIndex, pid);
+  }
+}
+/** A spawn target names a module that cannot be found. */
+export class TargetNotFoundError extends TypeError {
+  readonly code = 'ERR_TP_TARGET_NOT_FOUND';
+  override name = 'TargetNotFoundError';
+}
+/** A spawn target's module loads but its export is missing or is not a function. */
+export class TargetNotFunctionError extends TypeError {
+  readonly code = 'ERR_TP_TARGET_NOT_FUNCTION';
+  override name = 'TargetNotFunctionError';
+}
+/** A spawn target's module was found but failed to load (syntax error, threw at top level). */
+export class TargetLoadError extends Error {
+  readonly code = 'ERR_TP_TARGET_LOAD';
+  override name = 'TargetLoadError';
+}
+/** A value cannot cross to another process or thread (a function, a symbol, a WeakMap...). `path` says where. */
+export class NotTransferableError extends TypeError {
+  readonly code = 'ERR_TP_NOT_TRANSFERABLE';
+  override name = 'NotTransferableError';
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,2 +1,6 @@
 // The public API: a list of exports, nothing else (see ../shared/API.md).
 export * from './errors.js';
+export { Tensor, Storage, empty, zeros, full, tensor, DTYPES } from './tensor/index.js';
+export type { DType, Scalar, TypedArray, TensorOptions, FromDataOptions } from './tensor/index.js';
+export { getAllSharingStrategies, getSharingStrategy, setSharingStrategy } from './sharing/index.js';
+export type { SharingStrategy } from './sharing/index.js';

@@ -1,0 +1,42 @@
+// Entry point of a process child (startMethod 'spawn'), run as `node [execArgv] child-process.js`.
+// See NOTE [Spawn control channel] (messages.ts) and NOTE [No orphans] (process-child.ts).
+import { addon } from '../native/addon.js';
+import { ChannelReader, sendFrames } from './channel-io.js';
+import { CONTROL_FD, toFrames, type ChildMessage, type StartMessage } from './messages.js';
+import { runTarget } from './child-run.js';
+import { PARENT_PID_ENV } from './process-env.js';
+
+// First of all, before any await: die with the parent. PR_SET_PDEATHSIG does not fire for a
+// parent that died before the prctl, so compare getppid() with the pid the parent gave us.
+addon.setParentDeathSignal(9 /* SIGKILL */);
+const expectedParent = Number(process.env[PARENT_PID_ENV]);
+if (addon.getppid() !== expectedParent) process.exit(1);
+delete process.env[PARENT_PID_ENV];
+
+// Slot 3 is inheritable; our own children must not hold it (nor the argument slots), so
+// move each to a close-on-exec copy.
+const inherit = (slot: number): number => {
+  const fd = addon.dup(slot);
+  addon.close(slot);
+  return fd;
+};
+const channel = inherit(CONTROL_FD);
+
+let reader!: ChannelReader<StartMessage>;
+const start = await new Promise<StartMessage>((resolve) => {
+  reader = new ChannelReader<StartMessage>(channel, resolve, () => process.exit(1));
+  reader.drain(); // the parent wrote the message before starting us: usually it is there
+  reader.watch(true);
+});
+// From now on the channel only tells us that the parent is gone (end of stream): that must
+// not keep this process alive.
+reader.setRef(false);
+
+const report = (message: ChildMessage): void => {
+  reader.close(); // one poll per descriptor: sendFrames may need its own
+  sendFrames(channel, toFrames(message)).then(
+    () => process.exit(1),
+    () => process.exit(1),
+  );
+};
+await runTarget(start, start.fds.map(inherit), report);

@@ -1,0 +1,45 @@
+// What every child does once it has its StartMessage, whichever way it was started: load
+// the target, call fn(i, ...args), and turn any failure into one ErrorMessage. Shared by
+// child-process.ts and child-thread.ts; kept small because it runs before the user's code
+// on every start (the W2 yardstick counts it).
+import { decodeArgs } from './args.js';
+import type { ErrorMessage, StartMessage } from './messages.js';
+
+type Loader = (url: string) => Promise<Record<string, unknown>>;
+
+/**
+ * Runs the target. `report` is called at most once, for the first error: a throw or
+ * rejection of fn, or an uncaught exception or unhandled rejection while the child lives
+ * (torch forwards only fn's exception, but in Node an error in a callback fn started is
+ * just as much the child's failure).
+ */
+export async function runTarget(
+  start: StartMessage,
+  fds: number[],
+  report: (message: ErrorMessage) => void,
+  load: Loader = (url) => import(url),
+): Promise<void> {
+  let reported = false;
+  const fail = (e: unknown): void => {
+    if (reported) return;
+    reported = true;
+    void errorMessage(e).then(report);
+  };
+  process.on('uncaughtException', fail);
+  process.on('unhandledRejection', fail);
+  try {
+    const ns = await load(start.module);
+    const fn = ns[start.exportName];
+    if (typeof fn !== 'function') throw new TypeError(`${start.module} export '${start.exportName}' is not a function in the child`);
+    await fn(start.index, ...decodeArgs(start.args, fds));
+  } catch (e) {
+    fail(e);
+  }
+}
+
+async function errorMessage(e: unknown): Promise<ErrorMessage> {
+  // Loaded only on failure: util.inspect and friends are not needed on the happy path.
+  const { serializeError, formatTrace } = await import('./error-payload.js');
+  const error = serializeError(e);
+  return { kind: 'error', error, trace: formatTrace(error) };
+}

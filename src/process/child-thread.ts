@@ -1,0 +1,31 @@
+// Entry point of a thread child (startMethod 'thread'), run as a Worker. The StartMessage
+// is the workerData; the ErrorMessage goes back on parentPort, delivered before 'exit'.
+import { parentPort, workerData } from 'node:worker_threads';
+import { runTarget } from './child-run.js';
+import type { StartMessage } from './messages.js';
+
+const start = workerData as StartMessage;
+
+// A TypeScript loader given with --import may decline to install itself in worker threads
+// (tsx does on Node 20). If the target then fails to load for its extension, install the
+// loader's API from here, as the parent found it, and try again.
+async function load(url: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(url)) as Record<string, unknown>;
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION' || !start.preload) throw e;
+    const api = (await import(start.preload)) as { register?: () => void; default?: { register?: () => void } };
+    (api.register ?? api.default?.register)?.();
+    return (await import(url)) as Record<string, unknown>;
+  }
+}
+
+await runTarget(
+  start,
+  start.fds,
+  (message) => {
+    parentPort!.postMessage(message);
+    process.exit(1);
+  },
+  load,
+);

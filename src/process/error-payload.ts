@@ -1,0 +1,53 @@
+// How a child's error travels: flattened in the child (`serializeError`), rebuilt in the
+// parent (`rebuildError`) as an Error with the child's name, message, stack, own fields and
+// cause chain. torch sends `traceback.format_exc()`; our `trace` is its counterpart: the
+// stack, then "Caused by: " and each cause's stack, as Java and Python print chains.
+import { inspect } from 'node:util';
+import type { SerializedError } from './messages.js';
+
+const MAX_CAUSES = 16; // a cause cycle must not loop forever
+
+export function serializeError(thrown: unknown, depth = 0): SerializedError {
+  if (!(thrown instanceof Error)) {
+    const text = `Uncaught ${inspect(thrown)}`;
+    return { name: 'Error', message: text, stack: text, fields: {} };
+  }
+  const fields: Record<string, unknown> = {};
+  for (const key of Object.keys(thrown)) {
+    if (key === 'cause') continue;
+    fields[key] = cloneOrInspect((thrown as unknown as Record<string, unknown>)[key]);
+  }
+  const out: SerializedError = {
+    name: String(thrown.name),
+    message: String(thrown.message),
+    stack: typeof thrown.stack === 'string' ? thrown.stack : `${thrown.name}: ${thrown.message}`,
+    fields,
+  };
+  if ('cause' in thrown && thrown.cause !== undefined && depth < MAX_CAUSES) {
+    out.cause = serializeError(thrown.cause, depth + 1);
+  }
+  return out;
+}
+
+export function formatTrace(e: SerializedError): string {
+  let text = e.stack;
+  for (let c = e.cause; c; c = c.cause) text += `\nCaused by: ${c.stack}`;
+  return text;
+}
+
+function cloneOrInspect(value: unknown): unknown {
+  try {
+    return structuredClone(value);
+  } catch {
+    return inspect(value);
+  }
+}
+
+/** The child's error as an Error in this process: same name, message, stack, fields and causes. */
+export function rebuildError(s: SerializedError): Error {
+  const e = new Error(s.message, s.cause ? { cause: rebuildError(s.cause) } : undefined);
+  Object.defineProperty(e, 'name', { value: s.name, writable: true, configurable: true, enumerable: false });
+  e.stack = s.stack;
+  Object.assign(e, s.fields);
+  return e;
+}

@@ -1,0 +1,86 @@
+// A child started as a fresh Node process (startMethod 'spawn').
+//
+// NOTE [No orphans]
+// A process child must not outlive its parent, even a parent killed with SIGKILL. The child
+// asks the kernel for SIGKILL when its parent dies (PR_SET_PDEATHSIG) as the first thing it
+// does, then checks getppid() against the pid we pass in the environment, which catches a
+// parent that died before the prctl. The kernel sends the signal when the *thread* that
+// forked exits: children started from a worker thread die with that thread. As a second
+// line, the child watches its control channel and exits at end of stream. `daemon` children
+// are unref'd here so they never keep the parent alive; they die with it by the same means.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { addon } from '../native/index.js';
+import { ChannelReader, sendFrames } from './channel-io.js';
+import { ChildHandle } from './child-handle.js';
+import { toFrames, type ChildMessage, type StartMessage } from './messages.js';
+import { PARENT_PID_ENV } from './process-env.js';
+
+export class ProcessChild extends ChildHandle {
+  readonly startMethod = 'spawn' as const;
+  readonly #child: ChildProcess;
+
+  constructor(
+    start: StartMessage,
+    options: { entry: URL; execArgv: string[]; daemon: boolean },
+    onExit: (child: ChildHandle) => void,
+  ) {
+    super(start.index, onExit);
+    const [parentEnd, childEnd] = addon.socketpair();
+    let child: ChildProcess;
+    try {
+      // Written before the child starts: it finds the message waiting (most fit the socket
+      // buffer at once; a larger one is pumped as the child reads).
+      const sent = sendFrames(parentEnd, toFrames(start));
+      child = spawn(process.execPath, [...options.execArgv, fileURLToPath(options.entry)], {
+        stdio: ['inherit', 'inherit', 'inherit', childEnd, ...start.fds],
+        env: { ...process.env, [PARENT_PID_ENV]: String(process.pid) },
+      });
+      const reader = new ChannelReader<ChildMessage>(
+        parentEnd,
+        (m) => (this.error ??= m),
+        () => {},
+      );
+      // One poll per descriptor: read only once the start message is out. A child that dies
+      // first makes the send fail; its exit is reported all the same.
+      sent.then(
+        () => this.isAlive() && reader.watch(false),
+        () => {},
+      );
+      child.once('exit', (code, signal) => {
+        reader.drain(); // an error sent just before exiting is already in the socket
+        reader.close();
+        addon.close(parentEnd);
+        this.finish(code, signal);
+      });
+      child.once('error', () => {
+        // The process could not be started (EAGAIN, ENOMEM): report it as a failed child.
+        if (child.pid === undefined) {
+          reader.close();
+          addon.close(parentEnd);
+          this.finish(127, null);
+        }
+      });
+    } catch (e) {
+      addon.close(parentEnd);
+      throw e;
+    } finally {
+      addon.close(childEnd);
+    }
+    this.#child = child;
+    if (options.daemon) child.unref();
+  }
+
+  get pid(): number {
+    return this.#child.pid ?? -1;
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): void {
+    if (this.isAlive()) this.#child.kill(signal);
+  }
+
+  setRef(ref: boolean): void {
+    if (ref) this.#child.ref();
+    else this.#child.unref();
+  }
+}

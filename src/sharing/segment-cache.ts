@@ -1,0 +1,116 @@
+// The per-process (per-thread) cache of segments this process created, by size class.
+//
+// NOTE [Segment recycling]
+// Making a segment costs system calls (memfd_create/shm_open, fallocate, mmap) and a page
+// fault per page on first touch; a tensor born in a recycled segment costs neither. When a
+// lease ends (release(), or the garbage collector drops the last view), its segment comes
+// back here. It may be reused only when its header refcount is 1, i.e. no other process
+// holds it and no message carrying it is in flight (see NOTE [Segment lifetime]); until then
+// it waits on the busy list, rechecked when its class is asked for. Both lists are bounded:
+// past the bound the oldest segments are dropped (unreferenced and unmapped), which for a
+// busy one leaves its memory to its other holders.
+import { getSharingStrategy, type SharingStrategy } from './strategy.js';
+import { Segment } from './segment.js';
+import { sizeClass } from './size-class.js';
+
+const DEFAULT_MAX_BYTES = 512 * 2 ** 20;
+const MAX_BUSY = 1024;
+
+function maxCachedBytes(): number {
+  const v = Number(process.env.TENSORPROC_CACHE_BYTES);
+  return Number.isFinite(v) && v >= 0 ? v : DEFAULT_MAX_BYTES;
+}
+
+export class SegmentCache {
+  // Free segments by strategy, then by class. Map iteration order is insertion order, so
+  // the first class of a strategy is the one evicted first.
+  #free: Record<SharingStrategy, Map<number, Segment[]>> = { file_descriptor: new Map(), file_system: new Map() };
+  #busy: Segment[] = [];
+  #freeBytes = 0;
+  #maxBytes = maxCachedBytes();
+  // One-entry memo of sizeClass(): a stream of tensors is usually one size.
+  #lastBytes = -1;
+  #lastClass = 0;
+  /** Counters for tests and `doctor`: segments created, and requests served from the cache. */
+  created = 0;
+  reused = 0;
+
+  /** A segment of this process with room for `nbytes`, refcount 1: recycled when possible. */
+  acquire(nbytes: number, strategy: SharingStrategy = getSharingStrategy()): Segment {
+    const cls = nbytes === this.#lastBytes ? this.#lastClass : sizeClass(nbytes);
+    this.#lastBytes = nbytes;
+    this.#lastClass = cls;
+    const list = this.#free[strategy].get(cls);
+    if (list !== undefined && list.length > 0) {
+      const seg = list.pop()!;
+      this.#freeBytes -= seg.capacity;
+      this.reused++;
+      return seg;
+    }
+    const seg = this.#reclaimBusy(strategy, cls);
+    if (seg !== null) {
+      this.reused++;
+      return seg;
+    }
+    this.created++;
+    return Segment.create(strategy, cls);
+  }
+
+  /** A segment whose lease ended in this process. */
+  give(seg: Segment): void {
+    if (seg.refcount() > 1) {
+      this.#busy.push(seg);
+      if (this.#busy.length > MAX_BUSY) this.#busy.shift()!.drop();
+      return;
+    }
+    const byClass = this.#free[seg.strategy];
+    let list = byClass.get(seg.capacity);
+    if (list === undefined) byClass.set(seg.capacity, (list = []));
+    list.push(seg);
+    this.#freeBytes += seg.capacity;
+    if (this.#freeBytes > this.#maxBytes) this.#trim();
+  }
+
+  /** Drops every cached segment (process exit, or tests). */
+  clear(): void {
+    for (const byClass of Object.values(this.#free)) {
+      for (const list of byClass.values()) for (const seg of list) seg.drop();
+      byClass.clear();
+    }
+    this.#freeBytes = 0;
+    for (const seg of this.#busy) seg.drop();
+    this.#busy = [];
+  }
+
+  get freeBytes(): number {
+    return this.#freeBytes;
+  }
+  get busyCount(): number {
+    return this.#busy.length;
+  }
+
+  #reclaimBusy(strategy: SharingStrategy, cls: number): Segment | null {
+    for (let i = 0; i < this.#busy.length; i++) {
+      const seg = this.#busy[i]!;
+      if (seg.strategy === strategy && seg.capacity === cls && seg.refcount() === 1) {
+        this.#busy.splice(i, 1);
+        return seg;
+      }
+    }
+    return null;
+  }
+
+  #trim(): void {
+    for (const byClass of Object.values(this.#free)) {
+      for (const [cls, list] of byClass) {
+        while (list.length > 0 && this.#freeBytes > this.#maxBytes) {
+          const seg = list.shift()!;
+          this.#freeBytes -= seg.capacity;
+          seg.drop();
+        }
+        if (list.length === 0) byClass.delete(cls);
+        if (this.#freeBytes <= this.#maxBytes) return;
+      }
+    }
+  }
+}

@@ -1,0 +1,223 @@
+// Segment: one shared-memory object, mapped once in this process, with a 64-byte header.
+//
+// NOTE [Segment lifetime]
+// Every segment starts with a header (magic, version, refcount, creator pid, capacity). The
+// refcount counts *processes* (threads count as their own) that hold the segment, plus one
+// for each message in flight that carries it: a sender adds the receiver's reference before
+// sending, and the receiver adopts it. Rules:
+//  - file_descriptor (memfd): the kernel frees the memory with its last descriptor and
+//    mapping, so a kill -9 cannot leak it. The refcount only tells the owner's cache when a
+//    segment is free everywhere (refcount == 1: only the cache holds it) and may be reused.
+//  - file_system (named, /dev/shm/tensorproc_<pid>_<random>): whoever brings the refcount
+//    to zero unlinks the name. Processes that die holding references are covered by the
+//    manager process (src/sharing/manager), which unlinks names whose users all died.
+//  - Descriptors are closed as soon as they are not needed: receivers close right after
+//    mmap (a mapping outlives its descriptor); the owner of a memfd keeps one descriptor per
+//    segment it may still send, bounded by its cache.
+import { randomBytes } from 'node:crypto';
+import { addon, systemError, type NativeMapping } from '../native/index.js';
+import { BadHandleError } from '../errors.js';
+import type { SharingStrategy } from './strategy.js';
+
+export const HEADER_BYTES = 64;
+const MAGIC = 0x47535054; // "TPSG" little-endian
+const VERSION = 1;
+// Int32 word indices in the header.
+const W_MAGIC = 0, W_VERSION = 1, W_REFS = 2, W_PID = 3, W_CAP_LO = 4, W_CAP_HI = 5;
+
+export const SHM_PREFIX = 'tensorproc_';
+
+/** A name no other segment has or had: pid plus 64 random bits. */
+function newName(): string {
+  return `/${SHM_PREFIX}${process.pid}_${randomBytes(8).toString('hex')}`;
+}
+
+export class Segment {
+  readonly strategy: SharingStrategy;
+  /** The shm name ('/tensorproc_…') for file_system, null for file_descriptor. */
+  readonly name: string | null;
+  /** Identity in this process: one segment received twice is recognised by this key. */
+  readonly key: string;
+  /** Bytes available after the header. */
+  readonly capacity: number;
+  readonly mapping: NativeMapping;
+  /** The header as Int32 words over a SharedArrayBuffer, for Atomics. */
+  readonly header: Int32Array;
+  #fd: number | null;
+  #unmapped = false;
+
+  private constructor(strategy: SharingStrategy, name: string | null, key: string, capacity: number,
+                      mapping: NativeMapping, fd: number | null) {
+    this.strategy = strategy;
+    this.name = name;
+    this.key = key;
+    this.capacity = capacity;
+    this.mapping = mapping;
+    this.header = new Int32Array(addon.sharedBuffer(mapping, 0, HEADER_BYTES));
+    this.#fd = fd;
+  }
+
+  /** A new segment with room for `capacity` bytes, refcount 1 (this process). */
+  static create(strategy: SharingStrategy, capacity: number): Segment {
+    const size = HEADER_BYTES + capacity;
+    let fd: number;
+    let name: string | null = null;
+    const what = `allocating a ${capacity}-byte shared segment (${strategy})`;
+    try {
+      if (strategy === 'file_system') {
+        name = newName();
+        fd = addon.shmCreate(name, size);
+      } else {
+        fd = addon.memfdCreate('tensorproc', size);
+      }
+    } catch (e) {
+      throw systemError(e, what);
+    }
+    let mapping: NativeMapping;
+    let key: string;
+    try {
+      mapping = addon.map(fd, size);
+      key = name !== null ? `fs:${name}` : fdKey(fd);
+    } catch (e) {
+      addon.close(fd);
+      if (name !== null) addon.shmUnlink(name);
+      throw systemError(e, what);
+    }
+    // A named segment is reopened by name; only memfds need their descriptor to travel.
+    if (name !== null) {
+      addon.close(fd);
+      fd = -1;
+    }
+    const seg = new Segment(strategy, name, key, capacity, mapping, fd >= 0 ? fd : null);
+    const h = seg.header;
+    h[W_VERSION] = VERSION;
+    h[W_PID] = process.pid;
+    h[W_CAP_LO] = capacity % 2 ** 32;
+    h[W_CAP_HI] = Math.floor(capacity / 2 ** 32);
+    Atomics.store(h, W_REFS, 1);
+    Atomics.store(h, W_MAGIC, MAGIC);
+    return seg;
+  }
+
+  /**
+   * Maps a received memfd. Takes the descriptor: it is closed here unless `keepFd`.
+   * `nbytes` is what the handle claims the storage holds; a segment smaller than that is a
+   * BadHandleError, never a SIGBUS later.
+   */
+  static openFd(fd: number, nbytes: number, keepFd = false): Segment {
+    try {
+      let size: number;
+      let key: string;
+      try {
+        const [sz, dev, ino] = addon.fstat(fd);
+        size = sz;
+        key = `fd:${dev}:${ino}`;
+      } catch (e) {
+        throw systemError(e, 'opening a shared segment received by descriptor');
+      }
+      const seg = Segment.#open('file_descriptor', null, key, fd, size, nbytes);
+      if (keepFd) {
+        seg.#fd = fd;
+        fd = -1;
+      }
+      return seg;
+    } finally {
+      if (fd >= 0) addon.close(fd);
+    }
+  }
+
+  /** Maps a named segment (file_system). */
+  static openName(name: string, nbytes: number): Segment {
+    if (typeof name !== 'string' || !name.startsWith(`/${SHM_PREFIX}`) || name.includes('/', 1)) {
+      throw new BadHandleError(`${JSON.stringify(name)} is not a tensorproc segment name.`);
+    }
+    let fd: number;
+    try {
+      fd = addon.shmOpen(name);
+    } catch (e) {
+      throw systemError(e, `opening shared segment ${name}`);
+    }
+    try {
+      const [size] = addon.fstat(fd);
+      return Segment.#open('file_system', name, `fs:${name}`, fd, size, nbytes);
+    } finally {
+      addon.close(fd);
+    }
+  }
+
+  static #open(strategy: SharingStrategy, name: string | null, key: string, fd: number, size: number, nbytes: number): Segment {
+    if (!Number.isSafeInteger(nbytes) || nbytes < 0 || size < HEADER_BYTES + nbytes) {
+      throw new BadHandleError(
+        `A handle claims ${nbytes} bytes but its segment holds ${Math.max(0, size - HEADER_BYTES)}: the handle is corrupt or not from tensorproc.`,
+      );
+    }
+    let mapping: NativeMapping;
+    try {
+      mapping = addon.map(fd, size);
+    } catch (e) {
+      throw systemError(e, 'mapping a received shared segment');
+    }
+    const seg = new Segment(strategy, name, key, size - HEADER_BYTES, mapping, null);
+    if (Atomics.load(seg.header, W_MAGIC) !== MAGIC) {
+      seg.unmap();
+      throw new BadHandleError('A received segment has no tensorproc header: the handle is corrupt or not from tensorproc.');
+    }
+    return seg;
+  }
+
+  /** The memfd to send, or null (named segments, or a receiver that closed it). */
+  get fd(): number | null {
+    return this.#fd;
+  }
+
+  refcount(): number {
+    return Atomics.load(this.header, W_REFS);
+  }
+  /** Adds a reference (for this process, or for a message about to carry the segment). */
+  retain(): number {
+    return Atomics.add(this.header, W_REFS, 1) + 1;
+  }
+  /**
+   * Drops a reference; at zero a named segment's name is removed (see NOTE [Segment
+   * lifetime]). Returns the count left.
+   */
+  unref(): number {
+    const left = Atomics.sub(this.header, W_REFS, 1) - 1;
+    if (left === 0 && this.name !== null) {
+      try {
+        addon.shmUnlink(this.name);
+      } catch {
+        // already removed (by the manager after a crash): nothing to do
+      }
+    }
+    return left;
+  }
+
+  /** A fresh ArrayBuffer over the first `nbytes` bytes of the data area. */
+  lease(nbytes: number): ArrayBuffer {
+    return addon.buffer(this.mapping, HEADER_BYTES, nbytes);
+  }
+
+  /** Unmaps (once the last buffer over it is gone) and closes the descriptor. */
+  unmap(): void {
+    if (this.#unmapped) return;
+    this.#unmapped = true;
+    if (this.#fd !== null) {
+      addon.close(this.#fd);
+      this.#fd = null;
+    }
+    addon.unmap(this.mapping);
+  }
+
+  /** Drops this process's reference and mapping: the segment is gone from this process. */
+  drop(): void {
+    if (this.#unmapped) return;
+    this.unref();
+    this.unmap();
+  }
+}
+
+function fdKey(fd: number): string {
+  const [, dev, ino] = addon.fstat(fd);
+  return `fd:${dev}:${ino}`;
+}

@@ -1,0 +1,104 @@
+// Tensor factories: empty, zeros, full, tensor.
+import { InvalidArgumentError, InvalidDtypeError } from '../errors.js';
+import { type DType, type DTypeInfo, type Scalar, dtypeInfo, dtypeOfArray } from './dtype.js';
+import { writeScalar } from './elements.js';
+import { checkShape, numelOf, describe } from './shape.js';
+import { Storage } from './storage.js';
+import { Tensor } from './tensor.js';
+
+export interface TensorOptions {
+  dtype?: DType;
+  /** Allocate in shared memory directly (from the per-process segment cache). */
+  shared?: boolean;
+}
+
+function options(opts: unknown): { info: DTypeInfo; shared: boolean } {
+  if (opts === undefined) return { info: dtypeInfo('float32'), shared: false };
+  if (opts === null || typeof opts !== 'object') throw new InvalidArgumentError(`options must be an object, got ${describe(opts)}.`);
+  const o = opts as TensorOptions;
+  return { info: dtypeInfo(o.dtype ?? 'float32'), shared: o.shared === true };
+}
+
+/**
+ * A new contiguous tensor whose contents are unspecified, as torch.empty: with
+ * `shared: true` it may be a recycled segment holding an earlier tensor's bytes.
+ */
+export function empty(shape: readonly number[] | number, opts?: TensorOptions): Tensor {
+  const { info, shared } = options(opts);
+  const dims = checkShape(shape);
+  const nbytes = numelOf(dims, info.itemsize) * info.itemsize;
+  return new Tensor(Storage.allocate(nbytes, shared), info, dims);
+}
+
+export function zeros(shape: readonly number[] | number, opts?: TensorOptions): Tensor {
+  const t = empty(shape, opts);
+  // Plain ArrayBuffers are born zeroed; recycled shared segments are not.
+  if (t.isShared()) new Uint8Array(t.storage.buffer, t.storage.byteOffset, t.storage.nbytes).fill(0);
+  return t;
+}
+
+export function full(shape: readonly number[] | number, value: Scalar, opts?: TensorOptions): Tensor {
+  writeScalar(options(opts).info, value); // check the value before allocating
+  return empty(shape, opts).fill(value);
+}
+
+export interface FromDataOptions {
+  dtype?: DType;
+  shape?: readonly number[];
+}
+
+/**
+ * From a TypedArray (wrapped, not copied: writes show through both ways), a flat array of
+ * numbers/bigints/booleans, or nested arrays (copied). Number data defaults to float32,
+ * bigint data to int64, boolean data to bool.
+ */
+export function tensor(data: unknown, opts: FromDataOptions = {}): Tensor {
+  if (ArrayBuffer.isView(data) && !(data instanceof DataView)) {
+    const own = dtypeOfArray(data);
+    if (own === undefined) throw new InvalidArgumentError(`Cannot wrap a ${describe(data)}.`);
+    const dtype = opts.dtype === undefined ? own : dtypeInfo(opts.dtype).name;
+    const info = dtypeInfo(dtype);
+    if (dtypeInfo(own).array !== info.array) {
+      throw new InvalidDtypeError(`A ${data.constructor.name} holds ${own} elements and cannot be wrapped as ${dtype} without a copy: pass a ${info.array.name}, or convert first.`);
+    }
+    const n = data.byteLength / info.itemsize;
+    const shape = opts.shape === undefined ? [n] : checkShape(opts.shape);
+    if (numelOf(shape, info.itemsize) !== n) {
+      throw new InvalidArgumentError(`shape [${shape.join(', ')}] does not hold the ${n} elements of the array.`);
+    }
+    return new Tensor(Storage.wrap(data.buffer, data.byteOffset, data.byteLength), dtype, shape);
+  }
+  if (!Array.isArray(data)) {
+    throw new InvalidArgumentError(`tensor() takes a TypedArray or (nested) arrays of numbers, got ${describe(data)}.`);
+  }
+  // The shape follows the first element at each depth; flatten() checks the rest against it.
+  const inferred: number[] = [];
+  for (let x: unknown = data; Array.isArray(x); x = x[0]) inferred.push(x.length);
+  const flat: unknown[] = [];
+  flatten(data, 0, inferred, flat);
+  const first = flat[0];
+  const dtype = opts.dtype ?? (typeof first === 'bigint' ? 'int64' : typeof first === 'boolean' ? 'bool' : 'float32');
+  const shape = opts.shape === undefined ? inferred : checkShape(opts.shape);
+  const info = dtypeInfo(dtype);
+  if (numelOf(shape, info.itemsize) !== flat.length) {
+    throw new InvalidArgumentError(`shape [${shape.join(', ')}] does not hold the ${flat.length} values given.`);
+  }
+  const t = empty(shape, { dtype });
+  const raw = t.data as unknown as (number | bigint)[];
+  for (let i = 0; i < flat.length; i++) raw[i] = writeScalar(info, flat[i]);
+  return t;
+}
+
+function flatten(a: unknown[], depth: number, shape: readonly number[], out: unknown[]): void {
+  if (a.length !== shape[depth]) throw ragged(depth);
+  const leaf = depth + 1 === shape.length;
+  for (const x of a) {
+    if (Array.isArray(x) === leaf) throw ragged(depth + 1);
+    if (leaf) out.push(x);
+    else flatten(x as unknown[], depth + 1, shape, out);
+  }
+}
+
+function ragged(depth: number): InvalidArgumentError {
+  return new InvalidArgumentError(`Nested arrays are ragged at dimension ${depth}: every sub-array of one level must have the same length and depth.`);
+}

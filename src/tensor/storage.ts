@@ -1,0 +1,135 @@
+// Storage: the bytes that one or more tensors (views) look at. Knows nothing of processes;
+// shared memory comes from an allocator that src/sharing installs.
+//
+// NOTE [Shared allocation]
+// src/tensor sits left of src/sharing in the layer order (DESIGN.md), yet `shared: true` and
+// `shareMemory()` must allocate shared segments. src/sharing/allocator.ts installs the
+// allocator with setSharedAllocator() when it is first imported, which src/index.ts does.
+// A SharedBacking is one lease on a segment: `buffer` covers exactly the storage's bytes, and
+// `release()` detaches that buffer (every view over it becomes empty, so a stale view can
+// never read a recycled segment) and gives the segment back to the per-process cache.
+import { InvalidShapeError, ReleasedError } from '../errors.js';
+
+export interface SharedBacking {
+  readonly buffer: ArrayBuffer;
+  /** Opaque to this layer: the segment, for src/sharing's reduce/rebuild. */
+  readonly segment: object;
+  release(): void;
+}
+
+export type SharedAllocator = (nbytes: number) => SharedBacking;
+
+let sharedAllocator: SharedAllocator | null = null;
+
+export function setSharedAllocator(fn: SharedAllocator): void {
+  sharedAllocator = fn;
+}
+
+function allocateShared(nbytes: number): SharedBacking {
+  if (sharedAllocator === null) {
+    throw new Error('tensorproc: shared memory is not available: import tensorproc from its package entry point.');
+  }
+  return sharedAllocator(nbytes);
+}
+
+export class Storage {
+  readonly nbytes: number;
+  #buffer: ArrayBufferLike | null;
+  #byteOffset: number;
+  #backing: SharedBacking | null;
+
+  private constructor(buffer: ArrayBufferLike, byteOffset: number, nbytes: number, backing: SharedBacking | null) {
+    this.#buffer = buffer;
+    this.#byteOffset = byteOffset;
+    this.nbytes = nbytes;
+    this.#backing = backing;
+  }
+
+  /** A new zero-filled storage, in shared memory when `shared`. */
+  static allocate(nbytes: number, shared: boolean): Storage {
+    if (shared) {
+      const b = allocateShared(nbytes);
+      return new Storage(b.buffer, 0, nbytes, b);
+    }
+    let buffer: ArrayBuffer;
+    try {
+      buffer = new ArrayBuffer(nbytes);
+    } catch (e) {
+      throw new InvalidShapeError(`Cannot allocate ${nbytes} bytes of memory (${(e as Error).message}). Use a smaller shape.`);
+    }
+    return new Storage(buffer, 0, nbytes, null);
+  }
+
+  /** Wraps existing memory without a copy. */
+  static wrap(buffer: ArrayBufferLike, byteOffset: number, nbytes: number): Storage {
+    return new Storage(buffer, byteOffset, nbytes, null);
+  }
+
+  /** Wraps a lease on a shared segment (used by src/sharing when a storage arrives). */
+  static fromBacking(backing: SharedBacking, nbytes: number): Storage {
+    return new Storage(backing.buffer, 0, nbytes, backing);
+  }
+
+  /** The buffer and offset of the bytes; throws ERR_TP_RELEASED after release(). */
+  get buffer(): ArrayBufferLike {
+    if (this.#buffer === null) throw released();
+    return this.#buffer;
+  }
+  get byteOffset(): number {
+    return this.#byteOffset;
+  }
+
+  /** The shared segment lease behind this storage, or null when it is process-private. */
+  get backing(): SharedBacking | null {
+    return this.#backing;
+  }
+
+  isShared(): boolean {
+    return this.#backing !== null;
+  }
+
+  isReleased(): boolean {
+    return this.#buffer === null;
+  }
+
+  /** torch share_memory_(): moves the bytes into shared memory (one copy). */
+  shareMemory(): this {
+    if (this.#backing !== null) return this;
+    const src = new Uint8Array(this.buffer, this.#byteOffset, this.nbytes);
+    const b = allocateShared(this.nbytes);
+    new Uint8Array(b.buffer).set(src);
+    this.#buffer = b.buffer;
+    this.#byteOffset = 0;
+    this.#backing = b;
+    return this;
+  }
+
+  /**
+   * Moves shared bytes into a new segment of this process (one copy). src/sharing uses it
+   * for a received storage that must travel on but whose descriptor was closed.
+   */
+  rebase(): this {
+    const old = this.#backing;
+    if (old === null) return this.shareMemory();
+    const b = allocateShared(this.nbytes);
+    new Uint8Array(b.buffer).set(new Uint8Array(this.buffer, this.#byteOffset, this.nbytes));
+    this.#buffer = b.buffer;
+    this.#byteOffset = 0;
+    this.#backing = b;
+    old.release();
+    return this;
+  }
+
+  /** Drops this process's hold on the bytes now; the storage is unusable afterwards. */
+  release(): void {
+    if (this.#buffer === null) throw released();
+    this.#buffer = null;
+    const b = this.#backing;
+    this.#backing = null;
+    b?.release();
+  }
+}
+
+function released(): ReleasedError {
+  return new ReleasedError('This tensor (or its storage) was released; it cannot be used any more. Keep a clone() if you still need the data.');
+}

@@ -1,0 +1,253 @@
+// Tensor: a typed n-d view (shape, stride, offset in elements) over a Storage, as in torch.
+import { IndexOutOfRangeError, InvalidShapeError, NotContiguousError, InvalidArgumentError } from '../errors.js';
+import { type DType, type DTypeInfo, type Scalar, type TypedArray, dtypeInfo } from './dtype.js';
+import { readScalar, writeScalar, forEachOffset } from './elements.js';
+import { checkDim, checkIndex, checkInt, contiguousStrides, inferShape } from './shape.js';
+import { Storage } from './storage.js';
+
+export class Tensor {
+  readonly storage: Storage;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly stride: readonly number[];
+  readonly offset: number;
+  readonly #info: DTypeInfo;
+  readonly #numel: number;
+  // Typed arrays are made lazily and cached; the storage's buffer changes on shareMemory(),
+  // so each cache entry is checked against it.
+  #elements: TypedArray | null = null;
+  #data: TypedArray | null = null;
+
+  /**
+   * Makes a view; the factories (empty, zeros, tensor…) and view methods call this.
+   * Checks that every element the view can address lies inside the storage.
+   */
+  constructor(storage: Storage, dtype: DType | DTypeInfo, shape: readonly number[], stride?: readonly number[], offset = 0) {
+    const info = typeof dtype === 'string' ? dtypeInfo(dtype) : dtype;
+    this.storage = storage;
+    this.dtype = info.name;
+    this.#info = info;
+    // Callers pass arrays they made for this tensor and never touch again: no copies here.
+    this.shape = shape;
+    this.stride = stride ?? contiguousStrides(shape);
+    this.offset = offset;
+    let n = 1;
+    let maxIndex = offset;
+    for (let i = 0; i < shape.length; i++) {
+      n *= shape[i]!;
+      maxIndex += (shape[i]! - 1) * this.stride[i]!;
+    }
+    this.#numel = n;
+    const capacity = Math.floor(storage.nbytes / info.itemsize);
+    if (n > 0 && (offset < 0 || maxIndex >= capacity)) {
+      throw new InvalidShapeError(`A view of shape [${shape.join(', ')}] at offset ${offset} does not fit a storage of ${capacity} ${info.name} elements.`);
+    }
+  }
+
+  get ndim(): number {
+    return this.shape.length;
+  }
+  dim(): number {
+    return this.shape.length;
+  }
+  numel(): number {
+    return this.#numel;
+  }
+
+  isContiguous(): boolean {
+    let expected = 1;
+    for (let i = this.shape.length - 1; i >= 0; i--) {
+      const size = this.shape[i]!;
+      if (size !== 1 && this.stride[i] !== expected) return false;
+      expected *= size;
+    }
+    return true;
+  }
+
+  /** The whole storage as elements of this dtype (internal; views index into it). */
+  #all(): TypedArray {
+    const buffer = this.storage.buffer;
+    if (this.#elements === null || this.#elements.buffer !== buffer) {
+      const { array, itemsize } = this.#info;
+      this.#elements = new array(buffer, this.storage.byteOffset, Math.floor(this.storage.nbytes / itemsize));
+    }
+    return this.#elements;
+  }
+
+  /** A TypedArray over exactly this tensor's elements (raw words for float16/bfloat16). */
+  get data(): TypedArray {
+    const buffer = this.storage.buffer;
+    if (this.#data !== null && this.#data.buffer === buffer) return this.#data;
+    if (!this.isContiguous()) {
+      throw new NotContiguousError('This tensor is not contiguous, so its elements are not one run of memory: call .contiguous() first.');
+    }
+    const { array, itemsize } = this.#info;
+    this.#data = new array(buffer, this.storage.byteOffset + this.offset * itemsize, this.#numel);
+    return this.#data;
+  }
+
+  #indexOf(index: readonly unknown[]): number {
+    if (index.length !== this.shape.length) {
+      throw new IndexOutOfRangeError(`Expected ${this.shape.length} indices for a tensor of shape [${this.shape.join(', ')}], got ${index.length}.`);
+    }
+    let at = this.offset;
+    for (let d = 0; d < index.length; d++) at += checkIndex(index[d], this.shape[d]!, d) * this.stride[d]!;
+    return at;
+  }
+
+  get(...index: number[]): Scalar {
+    const at = this.#indexOf(index);
+    return readScalar(this.#info, this.#all()[at]!);
+  }
+
+  set(index: readonly number[], value: Scalar): this {
+    if (!Array.isArray(index)) throw new InvalidArgumentError('set(index, value) takes the index as an array: t.set([i, j], v).');
+    const at = this.#indexOf(index);
+    (this.#all() as unknown as (number | bigint)[])[at] = writeScalar(this.#info, value);
+    return this;
+  }
+
+  // --- views ------------------------------------------------------------------------------
+  #view(shape: number[], stride: number[], offset: number): Tensor {
+    return new Tensor(this.storage, this.#info, shape, stride, offset);
+  }
+
+  select(dim: number, i: number): Tensor {
+    const d = checkDim(dim, this.ndim);
+    const k = checkIndex(i, this.shape[d]!, d);
+    const shape = this.shape.slice();
+    const stride = this.stride.slice();
+    shape.splice(d, 1);
+    stride.splice(d, 1);
+    return this.#view(shape, stride, this.offset + k * this.stride[d]!);
+  }
+
+  narrow(dim: number, start: number, length: number): Tensor {
+    const d = checkDim(dim, this.ndim);
+    const size = this.shape[d]!;
+    const s0 = checkInt(start, 'narrow start');
+    const len = checkInt(length, 'narrow length');
+    const s = s0 < 0 ? s0 + size : s0;
+    if (s < 0 || len < 0 || s + len > size) {
+      throw new IndexOutOfRangeError(`narrow(${dim}, ${start}, ${length}) is out of range for dimension ${d} of size ${size}.`);
+    }
+    const shape = this.shape.slice();
+    shape[d] = len;
+    return this.#view(shape, this.stride.slice(), this.offset + s * this.stride[d]!);
+  }
+
+  transpose(dim0: number, dim1: number): Tensor {
+    const a = checkDim(dim0, this.ndim);
+    const b = checkDim(dim1, this.ndim);
+    const shape = this.shape.slice();
+    const stride = this.stride.slice();
+    [shape[a], shape[b]] = [shape[b]!, shape[a]!];
+    [stride[a], stride[b]] = [stride[b]!, stride[a]!];
+    return this.#view(shape, stride, this.offset);
+  }
+
+  /** A view with a new shape (one size may be -1); the tensor must be contiguous. */
+  view(...shape: number[] | [number[]]): Tensor {
+    const dims = inferShape(shape, this.#numel);
+    if (!this.isContiguous()) {
+      throw new NotContiguousError('view() needs a contiguous tensor: use reshape(), which copies when it must, or contiguous().view().');
+    }
+    return this.#view(dims, contiguousStrides(dims), this.offset);
+  }
+
+  /** view() when possible, else a contiguous copy with the new shape. */
+  reshape(...shape: number[] | [number[]]): Tensor {
+    const dims = inferShape(shape, this.#numel);
+    return (this.isContiguous() ? this : this.contiguous()).view(dims);
+  }
+
+  // --- copies -----------------------------------------------------------------------------
+  contiguous(): Tensor {
+    return this.isContiguous() ? this : this.clone();
+  }
+
+  /** A contiguous copy in new, process-private memory (as torch's clone()). */
+  clone(): Tensor {
+    const out = new Tensor(Storage.allocate(this.#numel * this.#info.itemsize, false), this.dtype, this.shape);
+    return out.copy(this);
+  }
+
+  fill(value: Scalar): this {
+    const raw = writeScalar(this.#info, value);
+    const all = this.#all() as unknown as { fill(v: number | bigint, s: number, e: number): void };
+    if (this.isContiguous()) {
+      all.fill(raw, this.offset, this.offset + this.#numel);
+    } else {
+      const a = all as unknown as (number | bigint)[];
+      forEachOffset(this.shape, this.stride, this.offset, (i) => { a[i] = raw; });
+    }
+    return this;
+  }
+
+  /** Copies src's elements into this tensor (same shape; dtypes are converted as torch does). */
+  copy(src: Tensor): this {
+    if (!(src instanceof Tensor)) throw new InvalidArgumentError('copy() takes a Tensor.');
+    if (src.shape.length !== this.shape.length || src.shape.some((d, i) => d !== this.shape[i])) {
+      throw new InvalidShapeError(`copy(): shapes differ, [${src.shape.join(', ')}] into [${this.shape.join(', ')}].`);
+    }
+    if (src.dtype === this.dtype && src.isContiguous() && this.isContiguous()) {
+      (this.data as unknown as { set(a: ArrayLike<number | bigint>): void }).set(src.data as ArrayLike<number | bigint>);
+      return this;
+    }
+    const values: Scalar[] = [];
+    const srcAll = src.#all();
+    forEachOffset(src.shape, src.stride, src.offset, (i) => { values.push(readScalar(src.#info, srcAll[i]!)); });
+    const dst = this.#all() as unknown as (number | bigint)[];
+    const info = this.#info;
+    forEachOffset(this.shape, this.stride, this.offset, (i, k) => { dst[i] = convert(info, values[k]!); });
+    return this;
+  }
+
+  /** Nested arrays of the elements (a scalar for a 0-d tensor). */
+  toArray(): unknown {
+    const all = this.#all();
+    const flat: Scalar[] = [];
+    forEachOffset(this.shape, this.stride, this.offset, (i) => { flat.push(readScalar(this.#info, all[i]!)); });
+    if (this.shape.length === 0) return flat[0];
+    let k = 0;
+    const build = (d: number): unknown[] => {
+      const out: unknown[] = [];
+      for (let i = 0; i < this.shape[d]!; i++) out.push(d === this.shape.length - 1 ? flat[k++] : build(d + 1));
+      return out;
+    };
+    return build(0);
+  }
+
+  // --- sharing ----------------------------------------------------------------------------
+  /** torch share_memory_(): moves the storage into shared memory in place; no-op if shared. */
+  shareMemory(): this {
+    this.storage.shareMemory();
+    return this;
+  }
+
+  isShared(): boolean {
+    return this.storage.isShared();
+  }
+
+  /** Drops this process's hold on the storage now: every view over it becomes unusable. */
+  release(): void {
+    this.#elements = null;
+    this.#data = null;
+    this.storage.release();
+  }
+
+  /** `using t = …`: releases at the end of the scope (no error if already released). */
+  [Symbol.dispose](): void {
+    if (!this.storage.isReleased()) this.release();
+  }
+
+  toString(): string {
+    return `Tensor(shape=[${this.shape.join(', ')}], dtype=${this.dtype}${this.isShared() ? ', shared' : ''})`;
+  }
+}
+
+/** Conversion for copy(): like a cast, so a float into an int64 tensor truncates. */
+function convert(info: DTypeInfo, v: Scalar): number | bigint {
+  if (info.kind === 'bigint' && typeof v === 'number') return BigInt(Number.isFinite(v) ? Math.trunc(v) : 0);
+  return writeScalar(info, v);
+}
