@@ -2,5 +2,6 @@
 export * from './errors.js';
 export { Tensor, Storage, empty, zeros, full, tensor, DTYPES } from './tensor/index.js';
 export type { DType, Scalar, TypedArray, TensorOptions, FromDataOptions } from './tensor/index.js';
-export { getAllSharingStrategies, getSharingStrategy, setSharingStrategy } from './sharing/index.js';
+export { getAllSharingStrategies, getSharingStrategy, setSharingStrategy, emptyCache } from './sharing/index.js';
 export type { SharingStrategy } from './sharing/index.js';
+export * from './process/index.js';

@@ -22,7 +22,7 @@ export class ProcessChild extends ChildHandle {
 
   constructor(
     start: StartMessage,
-    options: { entry: URL; execArgv: string[]; daemon: boolean },
+    options: { entry: URL; execArgv: string[]; daemon: boolean; argFds: number[] },
     onExit: (child: ChildHandle) => void,
   ) {
     super(start.index, onExit);
@@ -33,7 +33,7 @@ export class ProcessChild extends ChildHandle {
       // buffer at once; a larger one is pumped as the child reads).
       const sent = sendFrames(parentEnd, toFrames(start));
       child = spawn(process.execPath, [...options.execArgv, fileURLToPath(options.entry)], {
-        stdio: ['inherit', 'inherit', 'inherit', childEnd, ...start.fds],
+        stdio: ['inherit', 'inherit', 'inherit', childEnd, ...options.argFds],
         env: { ...process.env, [PARENT_PID_ENV]: String(process.pid) },
       });
       const reader = new ChannelReader<ChildMessage>(

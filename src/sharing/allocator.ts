@@ -70,3 +70,13 @@ process.on('exit', () => {
   cache.clear();
   received.clear();
 });
+
+/**
+ * Gives back the shared memory this process keeps for reuse: free segments of its cache and
+ * parked mappings of received ones (like torch.cuda.empty_cache()). Tensors in use are not
+ * affected.
+ */
+export function emptyCache(): void {
+  cache.clear();
+  received.clear();
+}

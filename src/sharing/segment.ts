@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { addon, systemError, type NativeMapping } from '../native/index.js';
 import { BadHandleError } from '../errors.js';
 import type { SharingStrategy } from './strategy.js';
+import { checkRoom } from './room.js';
 
 export const HEADER_BYTES = 64;
 const MAGIC = 0x47535054; // "TPSG" little-endian
@@ -63,6 +64,7 @@ export class Segment {
     let fd: number;
     let name: string | null = null;
     const what = `allocating a ${capacity}-byte shared segment (${strategy})`;
+    checkRoom(strategy, size);
     try {
       if (strategy === 'file_system') {
         name = newName();

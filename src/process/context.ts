@@ -1,0 +1,150 @@
+// ProcessContext: joins the children of one spawn()/startProcesses() call with torch's
+// failure semantics (torch/multiprocessing/spawn.py, ProcessContext.join).
+//
+// Everything is event-driven: each child's exit wakes the waiters at once, so a failure is
+// seen in the same turn of the event loop as the exit that caused it; timers exist only for
+// `timeout` and the grace periods.
+import { InvalidArgumentError, ProcessExitedException, ProcessRaisedException, type ProcessException } from '../errors.js';
+import type { ChildHandle, SpawnedProcess } from './child-handle.js';
+import { rebuildError } from './error-payload.js';
+
+export interface JoinOptions {
+  /** Milliseconds to wait before giving up and returning false. Default: wait as long as it takes. */
+  timeout?: number | null;
+  /**
+   * Milliseconds the other children get to exit on their own after one failed, before
+   * SIGTERM; then as long again before SIGKILL. Default: SIGTERM at once, SIGKILL 30 s later.
+   */
+  gracePeriod?: number | null;
+}
+
+const DEFAULT_KILL_AFTER_MS = 30_000;
+
+export class ProcessContext {
+  readonly #children: ChildHandle[];
+  readonly #waiters = new Set<() => void>();
+  #failed: ChildHandle | null = null;
+  #stopping: Promise<void> | null = null;
+  #error: ProcessException | null = null;
+  #daemon: boolean;
+
+  /** @internal Built by startProcesses(). */
+  constructor(children: ChildHandle[], daemon: boolean) {
+    this.#children = children;
+    this.#daemon = daemon;
+  }
+
+  /** The children, in index order. */
+  get processes(): readonly SpawnedProcess[] {
+    return this.#children;
+  }
+
+  /** OS pids of process children; threadIds of thread children. */
+  pids(): number[] {
+    return this.#children.map((c) => c.pid);
+  }
+
+  /** @internal Called by each child handle when it has exited. */
+  onExit(child: ChildHandle): void {
+    // The first failure in exit order is the one reported, as torch reports the first
+    // sentinel found failed.
+    if (child.exitCode !== 0 && this.#failed === null) this.#failed = child;
+    for (const wake of this.#waiters) wake();
+  }
+
+  /**
+   * Waits until every child exited with 0 (true), `timeout` passed (false), or one failed:
+   * then the others are stopped (see JoinOptions.gracePeriod), nothing is left alive, and
+   * the failure is thrown as ProcessRaisedException or ProcessExitedException. Calling it
+   * again after it returned true returns true; after it threw, throws the same error.
+   */
+  async join(options: JoinOptions = {}): Promise<boolean> {
+    const timeout = checkMs(options.timeout, 'timeout');
+    const gracePeriod = checkMs(options.gracePeriod, 'gracePeriod');
+    if (this.#error) throw this.#error;
+    const done = (): boolean => this.#failed !== null || this.#allExited();
+    if (!done() && !(await this.#waitUntil(done, timeout))) return false;
+    const failed = this.#failed;
+    if (failed === null) return true;
+    this.#stopping ??= this.#stopOthers(gracePeriod);
+    await this.#stopping;
+    this.#error ??= exceptionFor(failed);
+    throw this.#error;
+  }
+
+  #allExited(): boolean {
+    return this.#children.every((c) => !c.isAlive());
+  }
+
+  async #stopOthers(gracePeriod: number | null): Promise<void> {
+    const alive = (): ChildHandle[] => this.#children.filter((c) => c.isAlive());
+    if (gracePeriod !== null) await this.#waitUntil(() => alive().length === 0, gracePeriod);
+    for (const c of alive()) {
+      warn(`Terminating process ${c.pid} via signal SIGTERM`);
+      c.kill('SIGTERM');
+    }
+    await this.#waitUntil(() => alive().length === 0, gracePeriod ?? DEFAULT_KILL_AFTER_MS);
+    for (const c of alive()) {
+      warn(`Unable to shutdown process ${c.pid} via SIGTERM, forcefully exiting via SIGKILL`);
+      c.kill('SIGKILL');
+    }
+    await this.#waitUntil(() => alive().length === 0, null);
+  }
+
+  /** Resolves true once `ready()` holds (checked at each exit), false after `ms` (null: never). */
+  #waitUntil(ready: () => boolean, ms: number | null): Promise<boolean> {
+    if (ready()) return Promise.resolve(true);
+    // While someone waits, even daemon children keep the loop alive: an awaited join()
+    // must not be cut short by the process exiting under it.
+    if (this.#daemon) this.#setRef(true);
+    return new Promise<boolean>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (value: boolean): void => {
+        this.#waiters.delete(wake);
+        if (timer) clearTimeout(timer);
+        if (this.#daemon && this.#waiters.size === 0) this.#setRef(false);
+        resolve(value);
+      };
+      const wake = (): void => {
+        if (ready()) settle(true);
+      };
+      this.#waiters.add(wake);
+      if (ms !== null) timer = setTimeout(() => settle(ready()), ms);
+    });
+  }
+
+  #setRef(ref: boolean): void {
+    for (const c of this.#children) if (c.isAlive()) c.setRef(ref);
+  }
+}
+
+/** torch's name for ProcessContext (renamed in torch 1.4); the very same class here. */
+export const SpawnContext = ProcessContext;
+export type SpawnContext = ProcessContext;
+
+function exceptionFor(child: ChildHandle): ProcessException {
+  const i = child.index;
+  if (child.error) {
+    const message = `\n\n-- Process ${i} terminated with the following error:\n${child.error.trace}`;
+    return new ProcessRaisedException(message, i, child.pid, { cause: rebuildError(child.error.error) });
+  }
+  const code = child.exitCode ?? 0;
+  if (child.signalName) {
+    return new ProcessExitedException(`process ${i} terminated with signal ${child.signalName}`, i, child.pid, code, child.signalName);
+  }
+  return new ProcessExitedException(`process ${i} terminated with exit code ${code}`, i, child.pid, code);
+}
+
+function warn(message: string): void {
+  // torch logs these at WARNING; Node's counterpart is a process warning (stderr by
+  // default, observable with process.on('warning')).
+  process.emitWarning(message, { type: 'TensorprocWarning', code: 'TP_PROCESS_STOPPING' });
+}
+
+function checkMs(value: number | null | undefined, name: string): number | null {
+  if (value === undefined || value === null || value === Infinity) return null;
+  if (typeof value !== 'number' || !(value >= 0)) {
+    throw new InvalidArgumentError(`join(): ${name} must be a number of milliseconds >= 0, or null to wait without limit (got ${String(value)}).`);
+  }
+  return value;
+}

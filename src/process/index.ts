@@ -1,0 +1,8 @@
+// Processes: spawn, startProcesses and ProcessContext (API.md, "Processes").
+export { spawn, startProcesses } from './spawn.js';
+export type { SpawnOptions, StartProcessesOptions } from './spawn.js';
+export { ProcessContext, SpawnContext } from './context.js';
+export type { JoinOptions } from './context.js';
+export type { SpawnedProcess } from './child-handle.js';
+export type { Target } from './target.js';
+export type { StartMethod } from './messages.js';

@@ -1,0 +1,88 @@
+// spawn() and startProcesses(): check everything, then start nprocs children that each run
+// fn(i, ...args), and either join them or hand back their ProcessContext.
+import { InvalidArgumentError } from '../errors.js';
+import { encodeArgs, CHILD_FD_BASE } from './args.js';
+import type { ChildHandle } from './child-handle.js';
+import { ProcessContext } from './context.js';
+import { childExecArgv, loaderApiForThreads } from './exec-argv.js';
+import type { StartMessage, StartMethod } from './messages.js';
+import { ProcessChild } from './process-child.js';
+import { resolveTarget, type Target } from './target.js';
+import { ThreadChild } from './thread-child.js';
+
+export interface SpawnOptions {
+  /** Passed after the index: fn(i, ...args). Structured-clonable values and tensorproc objects. */
+  args?: readonly unknown[];
+  /** How many children, a positive integer. Default 1. */
+  nprocs?: number;
+  /** true (default): resolve when all exited 0, reject with the first failure. false: resolve to the ProcessContext once started. */
+  join?: boolean;
+  /** true: the children never keep this process alive (they still die with it). Default false. */
+  daemon?: boolean;
+}
+
+export interface StartProcessesOptions extends SpawnOptions {
+  /** 'spawn' (default): a fresh Node process each. 'thread': a worker thread each. */
+  startMethod?: StartMethod;
+}
+
+const ENTRIES: Record<StartMethod, string> = { spawn: 'child-process', thread: 'child-thread' };
+// The bootstrap files sit beside this one, compiled (.js) or, under a TypeScript loader, not (.ts).
+const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
+
+/** Starts nprocs children running `target`. See startProcesses; the start method is always 'spawn'. */
+export function spawn(target: Target, options: SpawnOptions & { join: false }): Promise<ProcessContext>;
+export function spawn(target: Target, options?: SpawnOptions & { join?: true }): Promise<void>;
+export function spawn(target: Target, options?: SpawnOptions): Promise<void | ProcessContext>;
+export function spawn(target: Target, options: SpawnOptions = {}): Promise<void | ProcessContext> {
+  return startProcesses(target, { ...options, startMethod: 'spawn' });
+}
+
+export function startProcesses(target: Target, options: StartProcessesOptions & { join: false }): Promise<ProcessContext>;
+export function startProcesses(target: Target, options?: StartProcessesOptions & { join?: true }): Promise<void>;
+export function startProcesses(target: Target, options?: StartProcessesOptions): Promise<void | ProcessContext>;
+export async function startProcesses(target: Target, options: StartProcessesOptions = {}): Promise<void | ProcessContext> {
+  const { args = [], nprocs = 1, join = true, daemon = false, startMethod = 'spawn' } = options;
+  if (!Number.isInteger(nprocs) || nprocs < 1) {
+    throw new InvalidArgumentError(`nprocs must be a positive integer (got ${String(nprocs)}).`);
+  }
+  if (startMethod !== 'spawn' && startMethod !== 'thread') {
+    throw new InvalidArgumentError(`startMethod must be 'spawn' or 'thread' (got ${String(startMethod)}).`);
+  }
+  if (!Array.isArray(args)) throw new InvalidArgumentError('args must be an array: fn is called as fn(i, ...args).');
+  const encoded = encodeArgs(args);
+  const { url, exportName } = await resolveTarget(target);
+
+  const entry = new URL(`./${ENTRIES[startMethod]}${EXT}`, import.meta.url);
+  const execArgv = startMethod === 'spawn' ? childExecArgv() : [];
+  const preload = startMethod === 'thread' ? loaderApiForThreads() : null;
+  const children: ChildHandle[] = [];
+  const context = new ProcessContext(children, daemon);
+  const onExit = (c: ChildHandle): void => context.onExit(c);
+  try {
+    for (let index = 0; index < nprocs; index++) {
+      const start: StartMessage = {
+        kind: 'start',
+        index,
+        module: url,
+        exportName,
+        args: encoded.bytes,
+        // See NOTE [Spawn arguments]: slots in a process child, the same numbers in a thread.
+        fds: startMethod === 'spawn' ? encoded.fds.map((_, k) => CHILD_FD_BASE + k) : encoded.fds,
+        preload,
+      };
+      children.push(
+        startMethod === 'spawn'
+          ? new ProcessChild(start, { entry, execArgv, daemon, argFds: encoded.fds }, onExit)
+          : new ThreadChild(start, { entry, daemon }, onExit),
+      );
+    }
+  } catch (e) {
+    // Could not start them all (out of descriptors, say): leave nothing running.
+    for (const c of children) c.kill('SIGKILL');
+    await Promise.all(children.map((c) => c.exited));
+    throw e;
+  }
+  if (!join) return context;
+  while (!(await context.join()));
+}

@@ -1,0 +1,189 @@
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import * as mp from '../../src/index.js';
+import { checkLeaks } from '../helpers/leaks.js';
+
+checkLeaks();
+
+const expectCode = (fn: () => unknown, cls: abstract new (...a: any[]) => unknown, code: string) =>
+  assert.throws(fn, (e: any) => e instanceof cls && (e as { code?: string }).code === code);
+
+describe('factories and dtypes', () => {
+  test('empty/zeros/full have torch shapes and strides', () => {
+    const t = mp.zeros([2, 3, 4]);
+    assert.deepEqual(t.shape, [2, 3, 4]);
+    assert.deepEqual(t.stride, [12, 4, 1]);
+    assert.equal(t.offset, 0);
+    assert.equal(t.numel(), 24);
+    assert.equal(t.dtype, 'float32');
+    assert.ok(t.isContiguous());
+    assert.equal(t.isShared(), false);
+    assert.equal(t.storage.nbytes, 96);
+    assert.deepEqual(mp.full([2], 7, { dtype: 'int16' }).toArray(), [7, 7]);
+    assert.equal(mp.empty([]).numel(), 1, 'a 0-d tensor has one element');
+    assert.equal(mp.empty([3, 0]).numel(), 0);
+  });
+
+  test('all 13 dtypes store and read back', () => {
+    const cases: [mp.DType, mp.Scalar, mp.Scalar][] = [
+      ['float32', 1.5, 1.5], ['float64', 1 / 3, 1 / 3], ['int8', -5, -5], ['uint8', 250, 250],
+      ['int16', -300, -300], ['uint16', 65000, 65000], ['int32', -7e8, -7e8], ['uint32', 4e9, 4e9],
+      ['int64', -(2n ** 40n), -(2n ** 40n)], ['uint64', 2n ** 63n, 2n ** 63n], ['bool', true, true],
+      ['float16', 0.333, 0.3330078125], ['bfloat16', 3.14159, 3.140625],
+    ];
+    assert.equal(mp.DTYPES.length, 13);
+    for (const [dtype, v, back] of cases) {
+      const t = mp.zeros([2], { dtype });
+      t.set([1], v);
+      assert.equal(t.get(1), back, dtype);
+      assert.equal(t.storage.nbytes, 2 * t.data.BYTES_PER_ELEMENT, dtype);
+    }
+  });
+
+  test('16-bit floats: specials and raw words', () => {
+    const h = mp.tensor([1, -2, 65504, 1e-7, Infinity, NaN], { dtype: 'float16' });
+    assert.deepEqual(Array.from(h.data as Uint16Array).slice(0, 3), [0x3c00, 0xc000, 0x7bff]);
+    const back = h.toArray() as number[];
+    assert.equal(back[3], 1.1920928955078125e-7);
+    assert.equal(back[4], Infinity);
+    assert.ok(Number.isNaN(back[5]));
+    const b = mp.tensor([1, -2, NaN], { dtype: 'bfloat16' });
+    assert.deepEqual(Array.from(b.data as Uint16Array).slice(0, 2), [0x3f80, 0xc000]);
+    assert.ok(Number.isNaN(b.get(2) as number));
+  });
+
+  test('tensor() wraps TypedArrays without a copy and copies arrays', () => {
+    const a = new Float32Array([1, 2, 3, 4, 5, 6]);
+    const t = mp.tensor(a, { shape: [2, 3] });
+    a[4] = 50;
+    assert.equal(t.get(1, 1), 50);
+    t.set([0, 0], 9);
+    assert.equal(a[0], 9);
+    const sub = mp.tensor(new Int32Array([1, 2, 3, 4]).subarray(1, 3));
+    assert.deepEqual(sub.toArray(), [2, 3]);
+    assert.deepEqual(mp.tensor([[1, 2], [3, 4]]).shape, [2, 2]);
+    assert.equal(mp.tensor([1n, 2n]).dtype, 'int64');
+    assert.equal(mp.tensor([true, false]).dtype, 'bool');
+    assert.equal(mp.tensor(new Uint16Array(2), { dtype: 'bfloat16' }).dtype, 'bfloat16');
+    assert.deepEqual(mp.tensor([]).shape, [0]);
+    assert.deepEqual(mp.tensor([[]]).shape, [1, 0]);
+  });
+});
+
+describe('views share storage', () => {
+  const base = () => mp.tensor(Float32Array.from({ length: 24 }, (_, i) => i), { shape: [2, 3, 4] });
+
+  test('select, narrow, transpose, view, reshape', () => {
+    const t = base();
+    const s = t.select(1, 2);
+    assert.deepEqual(s.shape, [2, 4]);
+    assert.deepEqual(s.stride, [12, 1]);
+    assert.equal(s.offset, 8);
+    assert.deepEqual(s.toArray(), [[8, 9, 10, 11], [20, 21, 22, 23]]);
+    const n = t.narrow(2, 1, 2);
+    assert.deepEqual(n.shape, [2, 3, 2]);
+    assert.equal(n.get(1, 2, 1), 22);
+    assert.equal(n.isContiguous(), false);
+    const tr = t.transpose(0, 2);
+    assert.deepEqual(tr.shape, [4, 3, 2]);
+    assert.deepEqual(tr.stride, [1, 4, 12]);
+    assert.equal(tr.get(3, 1, 1), t.get(1, 1, 3));
+    assert.deepEqual(t.view(6, -1).shape, [6, 4]);
+    assert.deepEqual(t.view([4, 6]).shape, [4, 6]);
+    const r = tr.reshape(-1);
+    assert.equal(r.storage === t.storage, false, 'reshape of a non-contiguous tensor copies');
+    assert.deepEqual(r.toArray(), (tr.contiguous().toArray() as number[][][]).flat(2));
+    // writes through a view reach every other view of the storage
+    s.set([0, 0], -1);
+    assert.equal(t.get(0, 2, 0), -1);
+    assert.equal(tr.get(0, 2, 0), -1);
+    assert.equal(s.storage, t.storage);
+  });
+
+  test('fill, copy, clone, contiguous on strided views', () => {
+    const t = base();
+    t.narrow(2, 0, 1).fill(100);
+    assert.deepEqual(t.select(0, 0).select(1, 0).toArray(), [100, 100, 100]);
+    const c = t.transpose(1, 2).clone();
+    assert.ok(c.isContiguous());
+    assert.notEqual(c.storage, t.storage);
+    assert.deepEqual(c.toArray(), t.transpose(1, 2).toArray());
+    const i = mp.zeros([2, 4, 3], { dtype: 'int64' }).copy(t.transpose(1, 2));
+    assert.equal(i.get(1, 3, 2), 23n);
+    assert.throws(() => t.transpose(0, 1).data, (e: any) => e.code === 'ERR_TP_NOT_CONTIGUOUS');
+    assert.throws(() => t.transpose(0, 1).view(-1), (e: any) => e.code === 'ERR_TP_NOT_CONTIGUOUS');
+    assert.equal(t.contiguous(), t);
+    assert.equal(t.select(0, 1).data.length, 12);
+    assert.equal((t.select(0, 1).data as Float32Array)[1], 13);
+  });
+});
+
+describe('bad input is a coded error', () => {
+  test('dtype, shape, index, values', () => {
+    expectCode(() => mp.zeros([2], { dtype: 'float8' as mp.DType }), TypeError, 'ERR_TP_INVALID_DTYPE');
+    expectCode(() => mp.zeros([2], { dtype: 'toString' as mp.DType }), TypeError, 'ERR_TP_INVALID_DTYPE');
+    expectCode(() => mp.zeros([-1]), RangeError, 'ERR_TP_INVALID_SHAPE');
+    expectCode(() => mp.zeros([1.5]), RangeError, 'ERR_TP_INVALID_SHAPE');
+    expectCode(() => mp.zeros(['2' as unknown as number]), RangeError, 'ERR_TP_INVALID_SHAPE');
+    expectCode(() => mp.zeros([2 ** 40, 2 ** 40]), RangeError, 'ERR_TP_INVALID_SHAPE');
+    expectCode(() => mp.zeros([2 ** 50]), RangeError, 'ERR_TP_INVALID_SHAPE');
+    const t = mp.zeros([2, 3]);
+    expectCode(() => t.get(2, 0), RangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    expectCode(() => t.get(0), RangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    expectCode(() => t.get(0, 0.5), RangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    expectCode(() => t.select(2, 0), RangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    expectCode(() => t.narrow(1, 2, 2), RangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    expectCode(() => t.view(4, -1), RangeError, 'ERR_TP_INVALID_SHAPE');
+    expectCode(() => t.view(-1, -1), RangeError, 'ERR_TP_INVALID_SHAPE');
+    expectCode(() => mp.zeros([1], { dtype: 'int64' }).set([0], 1.5), TypeError, 'ERR_TP_INVALID_ARGUMENT');
+    expectCode(() => t.set([0, 0], 'x' as unknown as number), TypeError, 'ERR_TP_INVALID_ARGUMENT');
+    expectCode(() => mp.tensor([[1, 2], [3]]), TypeError, 'ERR_TP_INVALID_ARGUMENT');
+    expectCode(() => mp.tensor([[1, 2], 3]), TypeError, 'ERR_TP_INVALID_ARGUMENT');
+    expectCode(() => mp.tensor(new Float32Array(4), { dtype: 'int32' }), TypeError, 'ERR_TP_INVALID_DTYPE');
+    expectCode(() => mp.tensor(new Float32Array(4), { shape: [3] }), TypeError, 'ERR_TP_INVALID_ARGUMENT');
+    expectCode(() => t.copy(mp.zeros([3, 2])), RangeError, 'ERR_TP_INVALID_SHAPE');
+  });
+
+  test('release twice and use after release', () => {
+    for (const shared of [false, true]) {
+      const t = mp.zeros([4], { shared });
+      const v = t.view(2, 2);
+      const raw = t.data;
+      t.release();
+      assert.equal(raw.length, shared ? 0 : 4, 'a shared view is emptied so it cannot see a recycled segment');
+      expectCode(() => t.release(), Error, 'ERR_TP_RELEASED');
+      expectCode(() => t.get(0), Error, 'ERR_TP_RELEASED');
+      expectCode(() => t.data, Error, 'ERR_TP_RELEASED');
+      expectCode(() => v.fill(1), Error, 'ERR_TP_RELEASED');
+      expectCode(() => t.shareMemory(), Error, 'ERR_TP_RELEASED');
+      t[Symbol.dispose](); // disposing a released tensor is allowed
+    }
+  });
+
+  test('using releases at the end of the scope', () => {
+    let escaped: mp.Tensor;
+    {
+      using t = mp.zeros([3], { shared: true });
+      escaped = t;
+      assert.ok(t.isShared());
+    }
+    expectCode(() => escaped.get(0), Error, 'ERR_TP_RELEASED');
+  });
+});
+
+describe('shareMemory', () => {
+  test('moves the storage in place, views follow, no-op when shared', () => {
+    const t = mp.tensor([1, 2, 3, 4], { shape: [2, 2] });
+    const row = t.select(0, 1);
+    assert.equal(t.shareMemory(), t);
+    assert.ok(t.isShared());
+    assert.ok(row.isShared(), 'views share the storage, so they are shared too');
+    assert.deepEqual(row.toArray(), [3, 4]);
+    row.set([0], 30);
+    assert.equal(t.get(1, 0), 30);
+    const backing = t.storage.backing;
+    t.shareMemory();
+    assert.equal(t.storage.backing, backing);
+    t.release();
+  });
+});
