@@ -169,9 +169,18 @@ class Poll : public Napi::ObjectWrap<Poll> {
     Napi::Env env = self->Env();
     Napi::HandleScope scope(env);
     // MakeCallback, not Call: it runs the microtask queue and nextTicks afterwards, as any
-    // Node I/O callback does.
-    self->cb_.MakeCallback(env.Undefined(), {Napi::Number::New(env, status), Napi::Number::New(env, events)},
-                           self->ctx_);
+    // Node I/O callback does. The receiver must be an object (napi_make_callback converts it
+    // with ToObject). The raw call, not node-addon-api's: while Node tears the environment
+    // down (an unref'd poll still active at exit) JS cannot run, the call fails with no
+    // exception, and node-addon-api would abort the process trying to throw one.
+    napi_value argv[2] = {Napi::Number::New(env, status), Napi::Number::New(env, events)};
+    napi_value result;
+    napi_status s = napi_make_callback(env, self->ctx_, self->Value(), self->cb_.Value(), 2, argv, &result);
+    if (s == napi_pending_exception) {
+      // The callback threw: hand it to process 'uncaughtException', as Node does for its own callbacks.
+      napi_value err;
+      if (napi_get_and_clear_last_exception(env, &err) == napi_ok) napi_fatal_exception(env, err);
+    }
   }
 
   Napi::Value Start(const Napi::CallbackInfo& info) {
