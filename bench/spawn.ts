@@ -1,0 +1,65 @@
+// W2 (shared/YARDSTICK.md): start N processes that do nothing and wait for all, N = 2 and 4.
+// tensorproc's spawn against a bare child_process.fork of an empty module, side by side in
+// one run, trials interleaved so that machine noise hits both alike. Prints one JSON line per
+// trial and a markdown table of medians and ratios.
+//
+//   node dist/bench/spawn.js [runs=15]
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn, startProcesses } from '../src/index.js';
+
+const runs = Number(process.argv[2] ?? 15);
+const dir = mkdtempSync(join(tmpdir(), 'tensorproc-bench-spawn-'));
+const bareModule = join(dir, 'noop.mjs');
+const targetModule = join(dir, 'noop-target.mjs');
+writeFileSync(bareModule, '');
+writeFileSync(targetModule, 'export default function noop() {}\n');
+
+type Driver = (n: number) => Promise<void>;
+const drivers: Record<string, Driver> = {
+  'child_process.fork': (n) =>
+    Promise.all(
+      Array.from({ length: n }, () => new Promise<void>((resolve) => fork(bareModule).once('exit', () => resolve()))),
+    ).then(() => {}),
+  'tensorproc spawn': (n) => spawn({ module: targetModule }, { nprocs: n }),
+  'tensorproc thread': (n) => startProcesses({ module: targetModule }, { nprocs: n, startMethod: 'thread' }),
+};
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+try {
+  const results: Record<string, Record<number, number[]>> = {};
+  for (const n of [2, 4]) {
+    // One warm-up each: the first start pays for disk caches and the parent's own imports.
+    for (const d of Object.values(drivers)) await d(n);
+    for (let r = 0; r < runs; r++) {
+      for (const [name, d] of Object.entries(drivers)) {
+        const t0 = performance.now();
+        await d(n);
+        const seconds = (performance.now() - t0) / 1000;
+        ((results[name] ??= {})[n] ??= []).push(seconds);
+        console.log(JSON.stringify({ workload: 'W2', impl: name, n, run: r, seconds: +seconds.toFixed(4) }));
+      }
+    }
+  }
+  console.log(`\nW2, seconds to start and join N no-op children (median of ${runs}; ratio to child_process.fork)\n`);
+  console.log('| implementation | N=2 | ratio | N=4 | ratio |');
+  console.log('|---|---|---|---|---|');
+  const base = results['child_process.fork']!;
+  for (const [name, byN] of Object.entries(results)) {
+    const cells = [2, 4].flatMap((n) => {
+      const m = median(byN[n]!);
+      return [m.toFixed(3), (m / median(base[n]!)).toFixed(2) + 'x'];
+    });
+    console.log(`| ${name} | ${cells.join(' | ')} |`);
+  }
+  console.log('\nTarget (issue 3): tensorproc spawn at most 1.3x child_process.fork. torch spawn: 0.95 s (N=2), 2.00 s (N=4).');
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
