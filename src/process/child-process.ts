@@ -2,7 +2,7 @@
 // See NOTE [Spawn control channel] (messages.ts) and NOTE [No orphans] (process-child.ts).
 import { addon } from '../native/addon.js';
 import { ChannelReader, sendFrames } from './channel-io.js';
-import { CONTROL_FD, toFrames, type ChildMessage, type StartMessage } from './messages.js';
+import { CONTROL_FD, toFrames, type ErrorMessage, type StartMessage } from './messages.js';
 import { runTarget } from './child-run.js';
 import { PARENT_PID_ENV } from './process-env.js';
 
@@ -32,7 +32,7 @@ const start = await new Promise<StartMessage>((resolve) => {
 // not keep this process alive.
 reader.setRef(false);
 
-const report = (message: ChildMessage): void => {
+const report = (message: ErrorMessage): void => {
   reader.close(); // one poll per descriptor: sendFrames may need its own
   sendFrames(channel, toFrames(message)).then(
     () => process.exit(1),

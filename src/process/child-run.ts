@@ -3,6 +3,7 @@
 // child-process.ts and child-thread.ts; kept small because it runs before the user's code
 // on every start (the W2 yardstick counts it).
 import { decodeArgs } from './args.js';
+import { formatTrace, serializeError } from './error-payload.js';
 import type { ErrorMessage, StartMessage } from './messages.js';
 
 type Loader = (url: string) => Promise<Record<string, unknown>>;
@@ -18,17 +19,19 @@ export async function runTarget(
   fds: number[],
   report: (message: ErrorMessage) => void,
   load: Loader = (url) => import(url),
+  onLoaded: () => void = () => {},
 ): Promise<void> {
   let reported = false;
   const fail = (e: unknown): void => {
     if (reported) return;
     reported = true;
-    void errorMessage(e).then(report);
+    report(errorMessage(e));
   };
   process.on('uncaughtException', fail);
   process.on('unhandledRejection', fail);
   try {
     const ns = await load(start.module);
+    onLoaded();
     const fn = ns[start.exportName];
     if (typeof fn !== 'function') throw new TypeError(`${start.module} export '${start.exportName}' is not a function in the child`);
     await fn(start.index, ...decodeArgs(start.args, fds));
@@ -37,9 +40,10 @@ export async function runTarget(
   }
 }
 
-async function errorMessage(e: unknown): Promise<ErrorMessage> {
-  // Loaded only on failure: util.inspect and friends are not needed on the happy path.
-  const { serializeError, formatTrace } = await import('./error-payload.js');
+// Imported up front, not lazily on failure: a thread may be terminated at any moment after
+// it failed, and a worker terminated while its module loader has a file open leaks that
+// descriptor (a Node limitation).
+function errorMessage(e: unknown): ErrorMessage {
   const error = serializeError(e);
   return { kind: 'error', error, trace: formatTrace(error) };
 }

@@ -28,4 +28,5 @@ await runTarget(
     process.exit(1);
   },
   load,
+  () => parentPort!.postMessage({ kind: 'loaded' }),
 );

@@ -51,8 +51,13 @@ export interface ErrorMessage {
   trace: string;
 }
 
+/** Thread child -> parent: the target module has loaded (see ThreadChild.kill). */
+export interface LoadedMessage {
+  kind: 'loaded';
+}
+
 export type ParentMessage = StartMessage;
-export type ChildMessage = ErrorMessage;
+export type ChildMessage = ErrorMessage | LoadedMessage;
 
 export const CONTROL_FD = 3;
 const FRAME_BYTES = 32 * 1024;

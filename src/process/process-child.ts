@@ -38,7 +38,9 @@ export class ProcessChild extends ChildHandle {
       });
       const reader = new ChannelReader<ChildMessage>(
         parentEnd,
-        (m) => (this.error ??= m),
+        (m) => {
+          if (m.kind === 'error') this.error ??= m;
+        },
         () => {},
       );
       // One poll per descriptor: read only once the start message is out. A child that dies

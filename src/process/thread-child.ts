@@ -6,11 +6,14 @@ import { ChildHandle } from './child-handle.js';
 import { formatTrace, serializeError } from './error-payload.js';
 import type { ChildMessage, StartMessage } from './messages.js';
 
+const LOAD_GRACE_MS = 2000;
+
 export class ThreadChild extends ChildHandle {
   readonly startMethod = 'thread' as const;
   readonly pid: number;
   readonly #worker: Worker;
   #killedWith: NodeJS.Signals | null = null;
+  #loaded = false;
 
   constructor(
     start: StartMessage,
@@ -23,6 +26,10 @@ export class ThreadChild extends ChildHandle {
     this.pid = worker.threadId;
     worker.on('message', (m: ChildMessage) => {
       if (m?.kind === 'error') this.error ??= m;
+      if (m?.kind === 'loaded') {
+        this.#loaded = true;
+        if (this.#killedWith) void worker.terminate();
+      }
     });
     // An error outside fn that the bootstrap could not catch (it failed to load, say).
     worker.on('error', (e) => {
@@ -37,7 +44,11 @@ export class ThreadChild extends ChildHandle {
   kill(signal: NodeJS.Signals = 'SIGTERM'): void {
     if (!this.isAlive() || this.#killedWith) return;
     this.#killedWith = signal;
-    void this.#worker.terminate();
+    // A worker terminated while its module loader has a file open leaks that descriptor (a
+    // Node limitation), so a thread still loading its target is terminated once it has
+    // loaded, or after LOAD_GRACE_MS if loading hangs.
+    if (this.#loaded) void this.#worker.terminate();
+    else setTimeout(() => void this.#worker.terminate(), LOAD_GRACE_MS).unref();
   }
 
   setRef(ref: boolean): void {

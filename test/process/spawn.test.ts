@@ -1,0 +1,280 @@
+// Ports of PyTorch's test/test_multiprocessing_spawn.py (_TestMultiProcessing, SpawnTest),
+// run for both start methods. Children coordinate with the test through files (see
+// fixtures/files.ts), never through sleeps; every child a test starts is reaped.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkLeaks } from '../helpers/leaks.js';
+import { waitForFile } from './fixtures/files.js';
+import {
+  startProcesses,
+  spawn,
+  ProcessContext,
+  SpawnContext,
+  ProcessException,
+  ProcessRaisedException,
+  ProcessExitedException,
+  type StartMethod,
+} from '../../src/index.js';
+
+// libuv opens one inotify descriptor per event loop on the first fs.watch and keeps it for
+// life: open it before the leak check takes its snapshot, or it reads as a leak.
+before(() => watch(tmpdir()).close());
+checkLeaks();
+
+const MODULE = new URL('./fixtures/targets.js', import.meta.url);
+const target = (name: string) => ({ module: MODULE, export: name });
+const TIMEOUT = { timeout: 60_000 };
+
+let root: string;
+before(() => (root = mkdtempSync(join(tmpdir(), 'tensorproc-spawn-test-'))));
+after(() => rmSync(root, { recursive: true, force: true }));
+const freshDir = (): string => mkdtempSync(join(root, 'd-'));
+
+/** Leaves nothing running, whatever happened in the test. */
+async function reap(ctx: ProcessContext | undefined): Promise<void> {
+  if (!ctx) return;
+  for (const p of ctx.processes) if (p.isAlive()) p.kill('SIGKILL');
+  await Promise.all(ctx.processes.map((p) => p.exited));
+}
+
+/** Collects tensorproc's termination warnings while `fn` runs. */
+async function warningsDuring(fn: () => Promise<void>): Promise<string[]> {
+  const seen: string[] = [];
+  const listen = (w: Error): void => {
+    if (w.name === 'TensorprocWarning') seen.push(w.message);
+  };
+  process.on('warning', listen);
+  try {
+    await fn();
+  } finally {
+    // Warnings are emitted on the next tick: let them arrive before we stop listening.
+    await new Promise((r) => setImmediate(r));
+    process.off('warning', listen);
+  }
+  return seen;
+}
+
+const methods: StartMethod[] = ['spawn', 'thread'];
+for (const startMethod of methods) {
+  describe(`startMethod '${startMethod}'`, () => {
+    it('success', TIMEOUT, async () => {
+      await startProcesses(target('success'), { nprocs: 2, startMethod });
+    });
+
+    it('success, non-blocking', TIMEOUT, async () => {
+      const ctx = await startProcesses(target('success'), { nprocs: 2, join: false, startMethod });
+      try {
+        assert.ok(ctx instanceof ProcessContext);
+        assert.equal(ctx.pids().length, 2);
+        await ctx.join({ timeout: null });
+        await ctx.join({ timeout: null });
+        assert.equal(await ctx.join({ timeout: null }), true);
+        for (const p of ctx.processes) assert.equal(p.exitCode, 0);
+      } finally {
+        await reap(ctx);
+      }
+    });
+
+    it('join returns false on timeout', TIMEOUT, async () => {
+      const dir = freshDir();
+      const ctx = await startProcesses(target('exitCode'), { args: [0, dir], nprocs: 2, join: false, startMethod });
+      try {
+        await ctx.processes[0]!.exited;
+        assert.equal(await ctx.join({ timeout: 0 }), false); // process 1 waits for dir/go
+        writeFileSync(join(dir, 'go'), '');
+        assert.equal(await ctx.join(), true);
+      } finally {
+        await reap(ctx);
+      }
+    });
+
+    it('first argument is the index', TIMEOUT, async () => {
+      const dir = freshDir();
+      await startProcesses(target('writeIndex'), { args: [dir], nprocs: 2, startMethod });
+      const got = readdirSync(dir).map((f) => Number(readFileSync(join(dir, f), 'utf8')));
+      assert.deepEqual(got.sort(), [0, 1]);
+    });
+
+    it('exception in a single process', TIMEOUT, async () => {
+      for (const which of [0, 1]) {
+        const dir = freshDir();
+        await assert.rejects(startProcesses(target('exceptionSingle'), { args: [which, dir], nprocs: 2, startMethod }), (e: unknown) => {
+          assert.ok(e instanceof ProcessRaisedException);
+          assert.equal(e.code, 'ERR_TP_PROCESS_RAISED');
+          assert.equal(e.errorIndex, which);
+          assert.match(e.message, new RegExp(`^\\n\\n-- Process ${which} terminated with the following error:\\nError: legitimate exception from process ${which}\\n    at `));
+          return true;
+        });
+      }
+    });
+
+    it('exception in all processes', TIMEOUT, async () => {
+      await assert.rejects(startProcesses(target('exceptionAll'), { nprocs: 2, startMethod }), (e: unknown) => {
+        assert.ok(e instanceof ProcessRaisedException);
+        assert.match(e.message, /\nError: legitimate exception from process (0|1)\n/);
+        assert.match(e.message, new RegExp(`-- Process ${e.errorIndex} terminated`));
+        return true;
+      });
+    });
+
+    it('terminated by a signal', TIMEOUT, async () => {
+      const dir = freshDir();
+      const ctx = await startProcesses(target('readyThenWait'), { args: [dir], nprocs: 2, join: false, startMethod });
+      try {
+        await waitForFile(join(dir, 'ready-0'));
+        ctx.processes[0]!.kill('SIGKILL');
+        await assert.rejects(ctx.join(), (e: unknown) => {
+          assert.ok(e instanceof ProcessExitedException);
+          assert.equal(e.code, 'ERR_TP_PROCESS_EXITED');
+          assert.equal(e.message, 'process 0 terminated with signal SIGKILL');
+          assert.equal(e.signalName, 'SIGKILL');
+          assert.equal(e.exitCode, -9);
+          assert.equal(e.errorIndex, 0);
+          assert.equal(e.pid, ctx.pids()[0]);
+          return true;
+        });
+        for (const p of ctx.processes) assert.equal(p.isAlive(), false);
+      } finally {
+        await reap(ctx);
+      }
+    });
+
+    for (const gracePeriod of [null, 20_000]) {
+      it(`exit code, gracePeriod ${gracePeriod}`, TIMEOUT, async () => {
+        const dir = freshDir();
+        const ctx = await startProcesses(target('exitCode'), { args: [123, dir], nprocs: 2, join: false, startMethod });
+        try {
+          const pid1 = ctx.pids()[1];
+          const warnings = await warningsDuring(async () => {
+            const joined = ctx.join({ gracePeriod });
+            if (gracePeriod !== null) {
+              // Process 1 exits on its own inside the grace period once it may.
+              await ctx.processes[0]!.exited;
+              writeFileSync(join(dir, 'go'), '');
+            }
+            await assert.rejects(joined, (e: unknown) => {
+              assert.ok(e instanceof ProcessExitedException);
+              assert.equal(e.message, 'process 0 terminated with exit code 123');
+              assert.equal(e.exitCode, 123);
+              assert.equal(e.signalName, null);
+              return true;
+            });
+          });
+          if (gracePeriod === null) {
+            assert.ok(warnings[0]?.includes(`Terminating process ${pid1} via signal SIGTERM`), String(warnings));
+            assert.equal(ctx.processes[1]!.signalName, 'SIGTERM');
+          } else {
+            assert.deepEqual(warnings, []);
+            assert.equal(ctx.processes[1]!.exitCode, 0);
+          }
+          for (const p of ctx.processes) assert.equal(p.isAlive(), false);
+        } finally {
+          await reap(ctx);
+        }
+      });
+    }
+
+    it('success first, then exception', TIMEOUT, async () => {
+      const dir = freshDir();
+      await assert.rejects(startProcesses(target('successThenException'), { args: [dir], nprocs: 2, startMethod }), (e: unknown) => {
+        assert.ok(e instanceof ProcessRaisedException);
+        assert.equal(e.errorIndex, 1);
+        assert.match(e.message, /\nError: legitimate exception\n/);
+        return true;
+      });
+    });
+
+    it('exception raises ProcessRaisedException (fn called with too few args)', TIMEOUT, async () => {
+      await assert.rejects(startProcesses(target('successThenException'), { args: [], nprocs: 1, startMethod }), ProcessRaisedException);
+    });
+
+    it('a signal from outside raises ProcessExitedException', TIMEOUT, async () => {
+      const dir = freshDir();
+      const ctx = await startProcesses(target('readyThenWait'), { args: [dir], nprocs: 1, join: false, startMethod });
+      try {
+        // A worker terminated while its module loader holds a file open leaks that
+        // descriptor (a Node limitation): let a thread get going first.
+        if (startMethod === 'thread') await waitForFile(join(dir, 'ready-0'));
+        for (const [i, pid] of ctx.pids().entries()) {
+          if (startMethod === 'spawn') process.kill(pid, 'SIGTERM');
+          else ctx.processes[i]!.kill('SIGTERM');
+        }
+        await assert.rejects(ctx.join(), (e: unknown) => {
+          assert.ok(e instanceof ProcessExitedException);
+          assert.equal(e.signalName, 'SIGTERM');
+          assert.equal(e.exitCode, -15);
+          return true;
+        });
+      } finally {
+        await reap(ctx);
+      }
+    });
+
+    it('process exited with a code', TIMEOUT, async () => {
+      await assert.rejects(startProcesses(target('exit12'), { nprocs: 1, startMethod }), (e: unknown) => {
+        assert.ok(e instanceof ProcessExitedException);
+        assert.equal(e.exitCode, 12);
+        assert.equal(e.message, 'process 0 terminated with exit code 12');
+        return true;
+      });
+    });
+
+    it("exceptions keep the child error's fields and cause chain", TIMEOUT, async () => {
+      const ctx = await startProcesses(target('richError'), { nprocs: 1, join: false, startMethod });
+      try {
+        const e = await ctx.join().then(
+          () => assert.fail('join should throw'),
+          (x: unknown) => x,
+        );
+        assert.ok(e instanceof ProcessRaisedException && e instanceof ProcessException);
+        assert.equal(e.pid, ctx.pids()[0]);
+        assert.match(e.message, /\nError: rich error from 0\n[\s\S]*\nCaused by: RangeError: root cause\n/);
+        const cause = e.cause as Error & { code: string; details: unknown; hook: unknown; cause: Error & { errno: number } };
+        assert.equal(cause.message, 'rich error from 0');
+        assert.equal(cause.code, 'E_FIXTURE');
+        assert.deepEqual(cause.details, { rank: 0 });
+        assert.equal(typeof cause.hook, 'string'); // a function field arrives as its inspect() text
+        assert.equal(cause.cause.name, 'RangeError');
+        assert.equal(cause.cause.errno, -28);
+        // join() again throws the same error
+        await assert.rejects(ctx.join(), (again: unknown) => again === e);
+      } finally {
+        await reap(ctx);
+      }
+    });
+
+    it('a thrown non-error and an uncaught error after fn returned are reported', TIMEOUT, async () => {
+      await assert.rejects(startProcesses(target('throwString'), { startMethod }), /Uncaught 'plain string'/);
+      await assert.rejects(startProcesses(target('uncaughtLater'), { startMethod }), (e: unknown) => {
+        assert.ok(e instanceof ProcessRaisedException);
+        assert.match(e.message, /Error: uncaught in a timer/);
+        return true;
+      });
+    });
+  });
+}
+
+describe('spawn()', () => {
+  it('uses processes, and SpawnContext is ProcessContext', TIMEOUT, async () => {
+    assert.equal(SpawnContext, ProcessContext);
+    const ctx = await spawn(target('success'), { nprocs: 2, join: false });
+    try {
+      assert.ok(ctx.processes.every((p) => p.startMethod === 'spawn'));
+      assert.ok(ctx.pids().every((pid) => pid !== process.pid && pid > 0));
+      assert.equal(await ctx.join(), true);
+    } finally {
+      await reap(ctx);
+    }
+  });
+
+  it('a process that kills itself with a signal (upstream test_terminate_signal)', TIMEOUT, async () => {
+    const dir = freshDir();
+    await assert.rejects(spawn(target('signalSelf'), { args: ['SIGKILL', dir], nprocs: 2 }), {
+      name: 'ProcessExitedException',
+      message: 'process 0 terminated with signal SIGKILL',
+    });
+  });
+});
