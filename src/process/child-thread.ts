@@ -16,7 +16,8 @@ async function load(url: string): Promise<Record<string, unknown>> {
     if ((e as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION' || !start.preload) throw e;
     const api = (await import(start.preload)) as { register?: () => void; default?: { register?: () => void } };
     (api.register ?? api.default?.register)?.();
-    return (await import(url)) as Record<string, unknown>;
+    // A new URL: Node caches the failed load of the old one.
+    return (await import(`${url}${url.includes('?') ? '&' : '?'}loader`)) as Record<string, unknown>;
   }
 }
 

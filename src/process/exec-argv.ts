@@ -1,7 +1,8 @@
 // What a child inherits of the parent's Node options, so that a parent run under a loader
 // (node --import tsx parent.ts) starts children under the same loader and a .ts target works.
 import { createRequire } from 'node:module';
-import { isAbsolute, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 // Options a child must not repeat: inspector ports would clash; -e/-p would run the parent's
@@ -25,6 +26,10 @@ export function childExecArgv(): string[] {
   return out;
 }
 
+interface TsxPackage {
+  exports?: Record<string, { import?: string | { default?: string } } | undefined>;
+}
+
 /**
  * Worker threads inherit execArgv, but a loader may refuse to install itself in a worker
  * (tsx does on Node 20). If the parent runs under tsx, return a file: URL of tsx's
@@ -40,7 +45,12 @@ export function loaderApiForThreads(): string | null {
     if (!value || !value.includes('tsx')) continue;
     const base = value.startsWith('file:') ? new URL(value).pathname : isAbsolute(value) ? value : join(process.cwd(), 'noop.js');
     try {
-      return pathToFileURL(createRequire(base).resolve('tsx/esm/api')).href;
+      // The ESM build: require.resolve() would give the CommonJS one, whose register() does
+      // not work from a worker. package.json is read for its "import" condition.
+      const pkgJson = createRequire(base).resolve('tsx/package.json');
+      const api = (JSON.parse(readFileSync(pkgJson, 'utf8')) as TsxPackage).exports?.['./esm/api']?.import;
+      const file = typeof api === 'string' ? api : api?.default;
+      return file ? pathToFileURL(join(dirname(pkgJson), file)).href : null;
     } catch {
       return null;
     }

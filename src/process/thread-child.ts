@@ -8,6 +8,21 @@ import type { ChildMessage, StartMessage } from './messages.js';
 
 const LOAD_GRACE_MS = 2000;
 
+// When tensorproc itself runs from its TypeScript sources (under tsx), the thread bootstrap
+// is a .ts file, which a worker cannot load on Node 20 before a loader is installed in it:
+// this plain-JS stub installs the parent's loader API (StartMessage.preload) if needed, then
+// loads the bootstrap. Compiled tensorproc never needs it.
+const TS_ENTRY_STUB = `
+const { workerData } = require('node:worker_threads');
+const entry = process.argv[2];
+import(entry).catch(async (e) => {
+  if (e?.code !== 'ERR_UNKNOWN_FILE_EXTENSION' || !workerData.preload) throw e;
+  const api = await import(workerData.preload);
+  (api.register ?? api.default?.register)();
+  await import(entry + '?loader'); // a new URL: the failed load of the old one is cached
+});
+`;
+
 export class ThreadChild extends ChildHandle {
   readonly startMethod = 'thread' as const;
   readonly pid: number;
@@ -21,7 +36,9 @@ export class ThreadChild extends ChildHandle {
     onExit: (child: ChildHandle) => void,
   ) {
     super(start.index, onExit);
-    const worker = new Worker(options.entry, { workerData: start });
+    const worker = options.entry.pathname.endsWith('.ts')
+      ? new Worker(TS_ENTRY_STUB, { eval: true, argv: [options.entry.href], workerData: start })
+      : new Worker(options.entry, { workerData: start });
     this.#worker = worker;
     this.pid = worker.threadId;
     worker.on('message', (m: ChildMessage) => {
