@@ -1,11 +1,11 @@
 // W2 (shared/YARDSTICK.md): start N processes that do nothing and wait for all, N = 2 and 4.
 // tensorproc's spawn against a bare child_process.fork of an empty module, side by side in
 // one run, trials interleaved so that machine noise hits both alike. Prints one JSON line per
-// trial and a markdown table of medians and ratios.
+// trial and a markdown table of medians and ratios; then how soon join() reports a failure.
 //
 //   node dist/bench/spawn.js [runs=15]
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, startProcesses } from '../src/index.js';
@@ -16,6 +16,17 @@ const bareModule = join(dir, 'noop.mjs');
 const targetModule = join(dir, 'noop-target.mjs');
 writeFileSync(bareModule, '');
 writeFileSync(targetModule, 'export default function noop() {}\n');
+// For the failure latency: child 0 notes the time and exits 3; child 1 waits to be stopped.
+const failModule = join(dir, 'fail-target.mjs');
+writeFileSync(
+  failModule,
+  `import { writeFileSync } from 'node:fs';
+export default function (i, file) {
+  if (i === 0) { writeFileSync(file, String(performance.timeOrigin + performance.now())); process.exit(3); }
+  setInterval(() => {}, 1 << 30);
+}
+`,
+);
 
 type Driver = (n: number) => Promise<void>;
 const drivers: Record<string, Driver> = {
@@ -59,6 +70,28 @@ try {
     });
     console.log(`| ${name} | ${cells.join(' | ')} |`);
   }
+  // Failure latency: from the failing child's last moment to join() seeing the failure (its
+  // exit resolved) and to join() rejecting (after stopping the sibling with SIGTERM).
+  const seen: number[] = [];
+  const rejected: number[] = [];
+  for (let r = 0; r < runs; r++) {
+    for (const startMethod of ['spawn', 'thread'] as const) {
+      const stamp = join(dir, `stamp-${startMethod}-${r}`);
+      const ctx = await startProcesses({ module: failModule }, { args: [stamp], nprocs: 2, join: false, startMethod });
+      const failed = ctx.processes[0]!.exited.then(() => performance.timeOrigin + performance.now());
+      const done = await ctx.join().then(
+        () => NaN,
+        () => performance.timeOrigin + performance.now(),
+      );
+      const exitedAt = Number(readFileSync(stamp, 'utf8'));
+      if (startMethod === 'spawn') {
+        seen.push((await failed) - exitedAt);
+        rejected.push(done - exitedAt);
+      }
+      console.log(JSON.stringify({ workload: 'failure-latency', startMethod, run: r, seenMs: +((await failed) - exitedAt).toFixed(2), rejectedMs: +(done - exitedAt).toFixed(2) }));
+    }
+  }
+  console.log(`\nFailure latency, process children (median of ${runs}): seen ${median(seen).toFixed(1)} ms, join() rejected ${median(rejected).toFixed(1)} ms after the child's exit (target: within 100 ms).`);
   console.log('\nTarget (issue 3): tensorproc spawn at most 1.3x child_process.fork. torch spawn: 0.95 s (N=2), 2.00 s (N=4).');
 } finally {
   rmSync(dir, { recursive: true, force: true });
