@@ -52,14 +52,16 @@ export class ProcessChild extends ChildHandle {
       child.once('exit', (code, signal) => {
         reader.drain(); // an error sent just before exiting is already in the socket
         reader.close();
-        addon.close(parentEnd);
+        // A start message still being pumped fails now that the peer is gone; its poll
+        // must be closed before the descriptor is.
+        void sent.catch(() => {}).finally(() => addon.close(parentEnd));
         this.finish(code, signal);
       });
       child.once('error', () => {
         // The process could not be started (EAGAIN, ENOMEM): report it as a failed child.
         if (child.pid === undefined) {
           reader.close();
-          addon.close(parentEnd);
+          void sent.catch(() => {}).finally(() => addon.close(parentEnd));
           this.finish(127, null);
         }
       });

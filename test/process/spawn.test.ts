@@ -98,6 +98,13 @@ for (const startMethod of methods) {
       assert.deepEqual(got.sort(), [0, 1]);
     });
 
+    it('large arguments arrive whole', TIMEOUT, async () => {
+      const dir = freshDir();
+      const big = 'x'.repeat(3 << 20); // many frames, more than a socket buffer holds
+      await startProcesses(target('writeLength'), { args: [dir, big], nprocs: 2, startMethod });
+      for (const i of [0, 1]) assert.equal(readFileSync(join(dir, `length-${i}`), 'utf8'), String(big.length));
+    });
+
     it('exception in a single process', TIMEOUT, async () => {
       for (const which of [0, 1]) {
         const dir = freshDir();
