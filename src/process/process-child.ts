@@ -33,7 +33,9 @@ export class ProcessChild extends ChildHandle {
       // buffer at once; a larger one is pumped as the child reads).
       const sent = sendFrames(parentEnd, toFrames(start));
       child = spawn(process.execPath, [...options.execArgv, fileURLToPath(options.entry)], {
-        stdio: ['inherit', 'inherit', 'inherit', childEnd, ...options.argFds],
+        // stdin is /dev/null, as Python's multiprocessing does: children must not compete
+        // with the parent for its input. stdout and stderr are shared.
+        stdio: ['ignore', 'inherit', 'inherit', childEnd, ...options.argFds],
         env: { ...process.env, [PARENT_PID_ENV]: String(process.pid) },
       });
       const reader = new ChannelReader<ChildMessage>(
