@@ -142,7 +142,8 @@ function warn(message: string): void {
 }
 
 function checkMs(value: number | null | undefined, name: string): number | null {
-  if (value === undefined || value === null || value === Infinity) return null;
+  // Past setTimeout's limit (about 24.8 days) Node would fire after 1 ms: treat it as no limit.
+  if (value === undefined || value === null || value > 0x7fffffff) return null;
   if (typeof value !== 'number' || !(value >= 0)) {
     throw new InvalidArgumentError(`join(): ${name} must be a number of milliseconds >= 0, or null to wait without limit (got ${String(value)}).`);
   }
