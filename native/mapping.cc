@@ -7,7 +7,8 @@
 // backing store: after the last view is collected, or at once when the buffer is detached
 // and nothing else holds the store). The memory is unmapped when the count reaches zero, so
 // no JS object can ever point at unmapped memory. V8 may run a deleter on any thread, hence
-// the atomic count.
+// the atomic count. The struct itself lives until both the External is collected and the
+// memory is unmapped (`lives`), so a finalizer running after the unmap finds it intact.
 #include "mapping.h"
 #include <sys/mman.h>
 #include <cerrno>
@@ -17,11 +18,15 @@ namespace tp {
 std::atomic<int64_t> g_maps{0}, g_unmaps{0};
 
 void MappingRetain(Mapping* m) { m->refs.fetch_add(1, std::memory_order_relaxed); }
+static void StructRelease(Mapping* m) {
+  if (m->lives.fetch_sub(1, std::memory_order_acq_rel) == 1) delete m;
+}
+
 void MappingRelease(Mapping* m) {
   if (m->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     munmap(m->addr, m->size);
     g_unmaps.fetch_add(1, std::memory_order_relaxed);
-    delete m;
+    StructRelease(m);
   }
 }
 
@@ -53,8 +58,11 @@ Napi::Value Map(const Napi::CallbackInfo& info) {
   void* addr = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
   if (addr == MAP_FAILED) { ThrowErrno(info.Env(), errno, "mmap"); return info.Env().Undefined(); }
   g_maps.fetch_add(1, std::memory_order_relaxed);
-  Mapping* m = new Mapping{addr, static_cast<size_t>(size), {1}, false};
-  return Napi::External<Mapping>::New(info.Env(), m, [](Napi::Env, Mapping* mm) { DropHandle(mm); });
+  Mapping* m = new Mapping{addr, static_cast<size_t>(size), {1}, {2}, false};
+  return Napi::External<Mapping>::New(info.Env(), m, [](Napi::Env, Mapping* mm) {
+    DropHandle(mm);
+    StructRelease(mm);
+  });
 }
 
 void BufferDeleter(void*, size_t, void* data) { MappingRelease(static_cast<Mapping*>(data)); }

@@ -8,8 +8,9 @@ namespace tp {
 struct Mapping {
   void* addr;
   size_t size;
-  std::atomic<int64_t> refs;
-  bool handleDropped;  // touched on the owning JS thread only
+  std::atomic<int64_t> refs;  // holders of the memory: the JS handle until unmap(), and every buffer
+  std::atomic<int> lives;     // holders of this struct: the External object, and the memory while mapped
+  bool handleDropped;         // touched on the owning JS thread only
 };
 
 void MappingRetain(Mapping* m);

@@ -1,0 +1,73 @@
+// A tensor written in one process is read and written in another, without a copy, under
+// each strategy. (Queues come later; here the handle travels as JSON and the memfd as fd 3.)
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import * as mp from '../../src/index.js';
+import { exportStorage, importStorage, type Lease } from '../../src/sharing/index.js';
+import { addon } from '../../src/native/index.js';
+import { checkLeaks } from '../helpers/leaks.js';
+import { startPeer, fixture } from '../helpers/child.js';
+
+checkLeaks();
+const peerScript = fixture(import.meta.url, 'peer.js');
+
+for (const strategy of ['file_descriptor', 'file_system'] as const) {
+  test(`${strategy}: writes are visible both ways, and the segment goes when both let go`, async () => {
+    mp.setSharingStrategy(strategy);
+    const t = mp.tensor([1, 2, 3, 4]);
+    let name: string | null = null;
+    try {
+      const { handle, fd } = exportStorage(t.storage);
+      assert.ok(t.isShared(), 'export moved the tensor into shared memory');
+      const seg = (t.storage.backing as Lease).segment;
+      name = seg.name;
+      assert.equal(strategy === 'file_system', name !== null && readdirSync('/dev/shm').includes(name.slice(1)));
+      const peer = startPeer(peerScript, [], { fds: fd === null ? [] : [fd] });
+      peer.send({ cmd: 'open', handle, shape: [4] });
+      const r = await peer.next();
+      assert.deepEqual(r.values, [1, 2, 3, 4]);
+      assert.equal(r.refcount, 2, 'the peer adopted the reference added for it');
+      assert.deepEqual(t.toArray(), [10, 20, 30, 40], 'the peer wrote into our memory');
+      t.set([0], -5);
+      peer.send({ cmd: 'read' });
+      assert.deepEqual((await peer.next()).values, [-5, 20, 30, 40]);
+      peer.send({ cmd: 'release' });
+      await peer.next();
+      assert.equal(seg.refcount(), 1);
+      peer.send({ cmd: 'exit' });
+      await peer.exited;
+    } finally {
+      t.release();
+      mp.emptyCache();
+      mp.setSharingStrategy('file_descriptor');
+    }
+    if (name !== null) assert.ok(!readdirSync('/dev/shm').includes(name.slice(1)), 'the name is removed');
+  });
+}
+
+test('a storage received twice is one storage; two views of it share memory', () => {
+  const t = mp.tensor([1, 2, 3, 4, 5, 6], { shape: [2, 3] }).shareMemory();
+  const a = exportStorage(t.storage);
+  const b = exportStorage(t.storage);
+  const seg = (t.storage.backing as Lease).segment;
+  assert.equal(seg.refcount(), 3);
+  // receiving in this very process gives back the same storage and drops the extra references
+  const s1 = importStorage(a.handle, a.fd === null ? null : addon.dup(a.fd));
+  const s2 = importStorage(b.handle, b.fd === null ? null : addon.dup(b.fd));
+  assert.equal(s1, t.storage);
+  assert.equal(s2, t.storage);
+  assert.equal(seg.refcount(), 1);
+  t.release();
+});
+
+test('a handle to a vanished segment is ERR_TP_SEGMENT_GONE; a lying handle ERR_TP_BAD_HANDLE', () => {
+  assert.throws(() => importStorage({ strategy: 'file_system', name: '/tensorproc_1_0000000000000000', nbytes: 4 }, null),
+    (e: any) => e.code === 'ERR_TP_SEGMENT_GONE');
+  const t = mp.empty([4], { shared: true });
+  const { handle, fd } = exportStorage(t.storage);
+  assert.throws(() => importStorage({ ...handle, nbytes: 1 << 30 }, addon.dup(fd!)), (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
+  assert.throws(() => importStorage({ ...handle }, null), (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
+  (t.storage.backing as Lease).segment.unref();
+  t.release();
+});

@@ -1,0 +1,83 @@
+// NOTE [Segment recycling]: a released tensor's segment is reused with no new system call
+// and no new mapping; a segment still held elsewhere is not.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as mp from '../../src/index.js';
+import { addon } from '../../src/native/index.js';
+import { segmentCache, exportStorage, type Lease } from '../../src/sharing/index.js';
+import { checkLeaks, collectGarbage } from '../helpers/leaks.js';
+
+checkLeaks();
+const segmentOf = (t: mp.Tensor) => (t.storage.backing as Lease).segment;
+
+for (const strategy of ['file_descriptor', 'file_system'] as const) {
+  test(`${strategy}: a released segment is reused, with no new mapping`, () => {
+    mp.setSharingStrategy(strategy);
+    try {
+      const a = mp.full([1000], 3, { shared: true });
+      const seg = segmentOf(a);
+      assert.equal(seg.strategy, strategy);
+      a.release();
+      const [maps, unmaps] = addon.mappingStats();
+      const created = segmentCache.created;
+      for (let i = 0; i < 100; i++) {
+        const b = mp.empty([900 + i], { shared: true }); // same size class
+        assert.equal(segmentOf(b), seg);
+        b.fill(i);
+        b.release();
+      }
+      assert.deepEqual(addon.mappingStats(), [maps, unmaps]);
+      assert.equal(segmentCache.created, created);
+      const z = mp.zeros([1000], { shared: true });
+      assert.equal(segmentOf(z), seg);
+      assert.ok((z.data as Float32Array).every((x) => x === 0), 'zeros() clears a recycled segment');
+      z.release();
+    } finally {
+      mp.setSharingStrategy('file_descriptor');
+    }
+  });
+}
+
+test('a collected tensor gives its segment back', async () => {
+  mp.emptyCache();
+  let seg = (() => segmentOf(mp.empty([4096], { shared: true })))();
+  for (let i = 0; i < 10 && segmentCache.freeBytes === 0; i++) await collectGarbage();
+  const t = mp.empty([4096], { shared: true });
+  assert.equal(segmentOf(t), seg);
+  t.release();
+  seg = null as any;
+});
+
+test('a segment another holder still references is not reused until it lets go', () => {
+  const a = mp.empty([256], { shared: true });
+  const seg = segmentOf(a);
+  const exported = exportStorage(a.storage); // a message in flight holds a reference
+  assert.equal(seg.refcount(), 2);
+  a.release();
+  const b = mp.empty([256], { shared: true });
+  assert.notEqual(segmentOf(b), seg, 'busy: a fresh segment instead');
+  seg.unref(); // the receiver let go
+  const c = mp.empty([256], { shared: true });
+  assert.equal(segmentOf(c), seg, 'free everywhere: recycled');
+  b.release();
+  c.release();
+  void exported;
+});
+
+test('different size classes do not mix; strategies do not mix', () => {
+  const small = mp.empty([10], { shared: true });
+  const segSmall = segmentOf(small);
+  small.release();
+  const big = mp.empty([1 << 20], { shared: true });
+  assert.notEqual(segmentOf(big), segSmall);
+  big.release();
+  mp.setSharingStrategy('file_system');
+  try {
+    const fs = mp.empty([10], { shared: true });
+    assert.notEqual(segmentOf(fs), segSmall);
+    assert.equal(segmentOf(fs).strategy, 'file_system');
+    fs.release();
+  } finally {
+    mp.setSharingStrategy('file_descriptor');
+  }
+});
