@@ -1,0 +1,74 @@
+// The machine's limits are coded errors, never a crash: a full /dev/shm (a small tmpfs in a
+// private mount namespace) and a low open-file limit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as mp from '../../src/index.js';
+import { checkLeaks } from '../helpers/leaks.js';
+import { startPeer, fixture } from '../helpers/child.js';
+
+checkLeaks();
+const peerScript = fixture(import.meta.url, 'peer.js');
+
+// A private mount namespace needs root (CAP_SYS_ADMIN); elsewhere the test is skipped.
+const canUnshare = spawnSync('unshare', ['-m', 'true']).status === 0;
+const smallShm = (kib: number) => ['unshare', '-m', 'sh', '-c', `mount -t tmpfs -o size=${kib}k tmpfs /dev/shm && exec "$@"`, 'sh'];
+
+test('a segment bigger than the free /dev/shm is ERR_TP_SHM_FULL, with nothing left behind', { skip: !canUnshare && 'needs unshare -m (root)' }, async () => {
+  const peer = startPeer(peerScript, [], { wrap: smallShm(512) });
+  try {
+    // 600 KiB: below the up-front room check, so the kernel's ENOSPC from fallocate is what
+    // turns into the error (without fallocate this would be a SIGBUS on first touch).
+    peer.send({ cmd: 'allocMany', strategy: 'file_system', elements: (600 << 10) / 4, max: 1 });
+    let r = await peer.next();
+    assert.equal(r.count, 0);
+    assert.equal(r.error.code, 'ERR_TP_SHM_FULL');
+    assert.match(r.error.message, /--shm-size|shm clean/);
+    // 4 MiB: refused by the room check before any system call.
+    peer.send({ cmd: 'allocMany', strategy: 'file_system', elements: 1 << 20, max: 1 });
+    r = await peer.next();
+    assert.equal(r.error.code, 'ERR_TP_SHM_FULL');
+    assert.match(r.error.message, /\/dev\/shm has/);
+    // Filling it up with small ones: the first that does not fit fails cleanly.
+    peer.send({ cmd: 'allocMany', strategy: 'file_system', elements: 16 << 10, max: 1000 });
+    r = await peer.next();
+    assert.ok(r.count > 0 && r.count < 1000);
+    assert.equal(r.error.code, 'ERR_TP_SHM_FULL');
+    peer.send({ cmd: 'ls' });
+    assert.deepEqual((await peer.next()).shm, [], 'no segment left in the full /dev/shm');
+    peer.send({ cmd: 'exit' });
+    assert.deepEqual(await peer.exited, { code: 0, signal: null }, 'no SIGBUS, no crash');
+  } finally {
+    peer.child.kill('SIGKILL');
+  }
+});
+
+test('shapes beyond memory are ERR_TP_SHM_FULL, not the OOM killer', () => {
+  for (const strategy of ['file_descriptor', 'file_system'] as const) {
+    mp.setSharingStrategy(strategy);
+    try {
+      assert.throws(() => mp.empty([2 ** 42], { shared: true, dtype: 'uint8' }), (e: any) => e.code === 'ERR_TP_SHM_FULL');
+    } finally {
+      mp.setSharingStrategy('file_descriptor');
+    }
+  }
+});
+
+test('a low open-file limit is ERR_TP_TOO_MANY_FILES, and the process goes on', async () => {
+  const peer = startPeer(peerScript, [], { wrap: ['prlimit', '--nofile=64:64'] });
+  try {
+    // Each live memfd segment of this process keeps its descriptor (it may still be sent).
+    peer.send({ cmd: 'allocMany', strategy: 'file_descriptor', elements: 16, max: 1000 });
+    const r = await peer.next();
+    assert.ok(r.count > 0 && r.count < 64, JSON.stringify(r));
+    assert.equal(r.error.code, 'ERR_TP_TOO_MANY_FILES');
+    assert.match(r.error.message, /ulimit -n/);
+    // everything was released: the same allocations work again
+    peer.send({ cmd: 'allocMany', strategy: 'file_descriptor', elements: 16, max: r.count });
+    assert.deepEqual(await peer.next(), { count: r.count });
+    peer.send({ cmd: 'exit' });
+    assert.equal((await peer.exited).code, 0);
+  } finally {
+    peer.child.kill('SIGKILL');
+  }
+});
