@@ -6,8 +6,14 @@ import { SegmentCache } from './segment-cache.js';
 import { ReceiveCache } from './receive-cache.js';
 import type { Segment } from './segment.js';
 
-export const cache = new SegmentCache();
-export const received = new ReceiveCache();
+/** A lease buffer that never reached user code, and its state, kept for the next lease. */
+interface Spare {
+  readonly buffer: ArrayBuffer;
+  readonly state: LeaseState;
+}
+
+export const cache = new SegmentCache<Spare>();
+export const received = new ReceiveCache<Spare>();
 
 /** Segments with a live lease in this process, owned or received. */
 const live = new Set<Segment>();
@@ -18,20 +24,26 @@ interface LeaseState {
   ended: boolean;
 }
 
+// NOTE [Lease buffers and the finalizer]
 // When the garbage collector drops a lease's buffer (every view over it gone) without a
-// release(), the segment is recycled all the same. The held value must not reference the
-// buffer, or the buffer could never be collected.
-const finalizer = new FinalizationRegistry<LeaseState>((state) => endLease(state));
+// release(), the segment is recycled all the same: the buffer is registered with this
+// finalizer for its whole life, with its LeaseState as held value. The registry holds the
+// state strongly, so nothing reachable from the state (its segment) may lead back to the
+// buffer, or the buffer could never be collected. That is why a spare buffer (one that
+// never reached user code, kept for the next lease: NOTE [Shared allocation]) is held by
+// the cache entry of its segment, not by the segment: when the cache drops the entry, the
+// buffer becomes garbage, and its finalizer finds `ended` set and does nothing.
+const finalizer = new FinalizationRegistry<LeaseState>((state) => endLease(state, null));
 
-function endLease(state: LeaseState): void {
+function endLease(state: LeaseState, spare: Spare | null): void {
   if (state.ended) return;
   state.ended = true;
   live.delete(state.segment);
   if (state.owned) {
-    cache.give(state.segment);
+    cache.give(state.segment, spare);
   } else {
     state.segment.unref();
-    received.park(state.segment);
+    received.park(state.segment, spare);
   }
 }
 
@@ -40,27 +52,42 @@ export class Lease implements SharedBacking {
   readonly buffer: ArrayBuffer;
   readonly #state: LeaseState;
 
-  constructor(segment: Segment, nbytes: number, owned: boolean) {
-    this.buffer = segment.lease(nbytes);
-    this.#state = { segment, owned, ended: false };
+  /** A lease of `nbytes` on a segment, reusing the spare buffer its last lease left if it fits. */
+  constructor(segment: Segment, nbytes: number, owned: boolean, spare: Spare | null = null) {
+    if (spare !== null && spare.buffer.byteLength === nbytes && spare.state.owned === owned) {
+      this.buffer = spare.buffer;
+      this.#state = spare.state;
+      this.#state.ended = false;
+    } else {
+      this.buffer = segment.lease(nbytes);
+      this.#state = { segment, owned, ended: false };
+      finalizer.register(this.buffer, this.#state, this.#state);
+    }
     live.add(segment);
-    finalizer.register(this.buffer, this.#state, this);
   }
 
   get segment(): Segment {
     return this.#state.segment;
   }
 
-  release(): void {
-    if (this.#state.ended) return;
-    finalizer.unregister(this);
-    // Detach first: any view the user kept is emptied before the segment can be reused.
-    addon.detach(this.buffer);
-    endLease(this.#state);
+  release(escaped: boolean): void {
+    const state = this.#state;
+    if (state.ended) return;
+    if (escaped) {
+      finalizer.unregister(state);
+      // Detach first: any view the user kept is emptied before the segment can be reused.
+      addon.detach(this.buffer);
+      endLease(state, null);
+    } else {
+      endLease(state, { buffer: this.buffer, state });
+    }
   }
 }
 
-setSharedAllocator((nbytes) => new Lease(cache.acquire(nbytes), nbytes, true));
+setSharedAllocator((nbytes) => {
+  const { segment, spare } = cache.acquire(nbytes);
+  return new Lease(segment, nbytes, true, spare);
+});
 
 // At exit this process lets go of everything, so that the last holder of a named segment
 // removes its name (NOTE [Segment lifetime]). Killed processes are the manager's job.

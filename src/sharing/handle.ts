@@ -87,17 +87,19 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
     (existing.backing as Lease).segment.unref(); // this process already holds a reference
     return existing;
   }
-  let segment = received.take(key);
-  if (segment !== undefined) {
+  const parked = received.take(key);
+  let segment: Segment;
+  if (parked !== undefined) {
+    segment = parked.segment;
     if (fd !== null) addon.close(fd);
     if (nbytes > segment.capacity) {
-      received.park(segment);
+      received.park(segment, parked.spare);
       throw new BadHandleError(`A handle claims ${nbytes} bytes but its segment holds ${segment.capacity}.`);
     }
   } else {
     segment = strategy === 'file_system' ? Segment.openName(name!, nbytes) : Segment.openFd(fd!, nbytes);
   }
-  const storage = Storage.fromBacking(new Lease(segment, nbytes, false), nbytes);
+  const storage = Storage.fromBacking(new Lease(segment, nbytes, false, parked?.spare ?? null), nbytes);
   remember(key, storage);
   return storage;
 }

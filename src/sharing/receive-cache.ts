@@ -6,45 +6,46 @@
 // nothing here delays that. What parking does hold is the mapping, which for a memfd keeps
 // the memory alive after its producer dropped it; the bounds below keep that small.
 import type { Segment } from './segment.js';
+import type { CacheEntry } from './segment-cache.js';
 
 const MAX_SEGMENTS = 64;
 const MAX_BYTES = 256 * 2 ** 20;
 
-export class ReceiveCache {
+export class ReceiveCache<S = unknown> {
   // Insertion order = least recently parked first.
-  #parked = new Map<string, Segment>();
+  #parked = new Map<string, CacheEntry<S>>();
   #bytes = 0;
 
   /** A parked mapping of the segment with this key, taken out of the cache, or undefined. */
-  take(key: string): Segment | undefined {
-    const seg = this.#parked.get(key);
-    if (seg !== undefined) {
+  take(key: string): CacheEntry<S> | undefined {
+    const entry = this.#parked.get(key);
+    if (entry !== undefined) {
       this.#parked.delete(key);
-      this.#bytes -= seg.capacity;
+      this.#bytes -= entry.segment.capacity;
     }
-    return seg;
+    return entry;
   }
 
   /** Keeps a segment whose reference this process has already dropped. */
-  park(seg: Segment): void {
+  park(seg: Segment, spare: S | null = null): void {
     const old = this.#parked.get(seg.key);
-    if (old !== undefined && old !== seg) {
+    if (old !== undefined && old.segment !== seg) {
       this.#parked.delete(seg.key);
-      this.#bytes -= old.capacity;
-      old.unmap();
+      this.#bytes -= old.segment.capacity;
+      old.segment.unmap();
     }
-    this.#parked.set(seg.key, seg);
+    this.#parked.set(seg.key, { segment: seg, spare });
     this.#bytes += seg.capacity;
-    for (const [key, s] of this.#parked) {
+    for (const [key, e] of this.#parked) {
       if (this.#parked.size <= MAX_SEGMENTS && this.#bytes <= MAX_BYTES) break;
       this.#parked.delete(key);
-      this.#bytes -= s.capacity;
-      s.unmap();
+      this.#bytes -= e.segment.capacity;
+      e.segment.unmap();
     }
   }
 
   clear(): void {
-    for (const s of this.#parked.values()) s.unmap();
+    for (const e of this.#parked.values()) e.segment.unmap();
     this.#parked.clear();
     this.#bytes = 0;
   }

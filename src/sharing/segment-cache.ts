@@ -21,11 +21,17 @@ function maxCachedBytes(): number {
   return Number.isFinite(v) && v >= 0 ? v : DEFAULT_MAX_BYTES;
 }
 
-export class SegmentCache {
+/** A cached segment, with whatever its last user left for the next one (a spare buffer). */
+export interface CacheEntry<S> {
+  readonly segment: Segment;
+  readonly spare: S | null;
+}
+
+export class SegmentCache<S = unknown> {
   // Free segments by strategy, then by class. Map iteration order is insertion order, so
   // the first class of a strategy is the one evicted first.
-  #free: Record<SharingStrategy, Map<number, Segment[]>> = { file_descriptor: new Map(), file_system: new Map() };
-  #busy: Segment[] = [];
+  #free: Record<SharingStrategy, Map<number, CacheEntry<S>[]>> = { file_descriptor: new Map(), file_system: new Map() };
+  #busy: CacheEntry<S>[] = [];
   #freeBytes = 0;
   #maxBytes = maxCachedBytes();
   // One-entry memo of sizeClass(): a stream of tensors is usually one size.
@@ -36,37 +42,38 @@ export class SegmentCache {
   reused = 0;
 
   /** A segment of this process with room for `nbytes`, refcount 1: recycled when possible. */
-  acquire(nbytes: number, strategy: SharingStrategy = getSharingStrategy()): Segment {
+  acquire(nbytes: number, strategy: SharingStrategy = getSharingStrategy()): CacheEntry<S> {
     const cls = nbytes === this.#lastBytes ? this.#lastClass : sizeClass(nbytes);
     this.#lastBytes = nbytes;
     this.#lastClass = cls;
     const list = this.#free[strategy].get(cls);
     if (list !== undefined && list.length > 0) {
-      const seg = list.pop()!;
-      this.#freeBytes -= seg.capacity;
+      const entry = list.pop()!;
+      this.#freeBytes -= entry.segment.capacity;
       this.reused++;
-      return seg;
+      return entry;
     }
-    const seg = this.#reclaimBusy(strategy, cls);
-    if (seg !== null) {
+    const entry = this.#reclaimBusy(strategy, cls);
+    if (entry !== null) {
       this.reused++;
-      return seg;
+      return entry;
     }
     this.created++;
-    return Segment.create(strategy, cls);
+    return { segment: Segment.create(strategy, cls), spare: null };
   }
 
   /** A segment whose lease ended in this process. */
-  give(seg: Segment): void {
+  give(seg: Segment, spare: S | null = null): void {
+    const entry = { segment: seg, spare };
     if (seg.refcount() > 1) {
-      this.#busy.push(seg);
-      if (this.#busy.length > MAX_BUSY) this.#busy.shift()!.drop();
+      this.#busy.push(entry);
+      if (this.#busy.length > MAX_BUSY) this.#busy.shift()!.segment.drop();
       return;
     }
     const byClass = this.#free[seg.strategy];
     let list = byClass.get(seg.capacity);
     if (list === undefined) byClass.set(seg.capacity, (list = []));
-    list.push(seg);
+    list.push(entry);
     this.#freeBytes += seg.capacity;
     if (this.#freeBytes > this.#maxBytes) this.#trim();
   }
@@ -74,11 +81,11 @@ export class SegmentCache {
   /** Drops every cached segment (process exit, or tests). */
   clear(): void {
     for (const byClass of Object.values(this.#free)) {
-      for (const list of byClass.values()) for (const seg of list) seg.drop();
+      for (const list of byClass.values()) for (const e of list) e.segment.drop();
       byClass.clear();
     }
     this.#freeBytes = 0;
-    for (const seg of this.#busy) seg.drop();
+    for (const e of this.#busy) e.segment.drop();
     this.#busy = [];
   }
 
@@ -89,12 +96,11 @@ export class SegmentCache {
     return this.#busy.length;
   }
 
-  #reclaimBusy(strategy: SharingStrategy, cls: number): Segment | null {
+  #reclaimBusy(strategy: SharingStrategy, cls: number): CacheEntry<S> | null {
     for (let i = 0; i < this.#busy.length; i++) {
-      const seg = this.#busy[i]!;
+      const seg = this.#busy[i]!.segment;
       if (seg.strategy === strategy && seg.capacity === cls && seg.refcount() === 1) {
-        this.#busy.splice(i, 1);
-        return seg;
+        return this.#busy.splice(i, 1)[0]!;
       }
     }
     return null;
@@ -104,7 +110,7 @@ export class SegmentCache {
     for (const byClass of Object.values(this.#free)) {
       for (const [cls, list] of byClass) {
         while (list.length > 0 && this.#freeBytes > this.#maxBytes) {
-          const seg = list.shift()!;
+          const seg = list.shift()!.segment;
           this.#freeBytes -= seg.capacity;
           seg.drop();
         }

@@ -33,7 +33,7 @@ export function empty(shape: readonly number[] | number, opts?: TensorOptions): 
 export function zeros(shape: readonly number[] | number, opts?: TensorOptions): Tensor {
   const t = empty(shape, opts);
   // Plain ArrayBuffers are born zeroed; recycled shared segments are not.
-  if (t.isShared()) new Uint8Array(t.storage.buffer, t.storage.byteOffset, t.storage.nbytes).fill(0);
+  if (t.isShared()) new Uint8Array(t.storage.internalBuffer, t.storage.byteOffset, t.storage.nbytes).fill(0);
   return t;
 }
 

@@ -6,15 +6,19 @@
 // `shareMemory()` must allocate shared segments. src/sharing/allocator.ts installs the
 // allocator with setSharedAllocator() when it is first imported, which src/index.ts does.
 // A SharedBacking is one lease on a segment: `buffer` covers exactly the storage's bytes, and
-// `release()` detaches that buffer (every view over it becomes empty, so a stale view can
-// never read a recycled segment) and gives the segment back to the per-process cache.
+// `release(escaped)` gives the segment back to the per-process cache. If the buffer ever
+// reached user code (`t.data`, `storage.buffer`), it is detached first: every view the user
+// kept becomes empty, so a stale view can never read a recycled segment. A buffer that only
+// tensorproc's own methods touched cannot be seen by anyone after release (every tensor
+// method checks the storage first), so it is kept and reused with the segment: a recycled
+// allocation then costs no native call at all.
 import { InvalidShapeError, ReleasedError } from '../errors.js';
 
 export interface SharedBacking {
   readonly buffer: ArrayBuffer;
   /** Opaque to this layer: the segment, for src/sharing's reduce/rebuild. */
   readonly segment: object;
-  release(): void;
+  release(escaped: boolean): void;
 }
 
 export type SharedAllocator = (nbytes: number) => SharedBacking;
@@ -37,6 +41,7 @@ export class Storage {
   #buffer: ArrayBufferLike | null;
   #byteOffset: number;
   #backing: SharedBacking | null;
+  #escaped = false;
 
   private constructor(buffer: ArrayBufferLike, byteOffset: number, nbytes: number, backing: SharedBacking | null) {
     this.#buffer = buffer;
@@ -73,6 +78,16 @@ export class Storage {
   /** The buffer and offset of the bytes; throws ERR_TP_RELEASED after release(). */
   get buffer(): ArrayBufferLike {
     if (this.#buffer === null) throw released();
+    this.#escaped = true;
+    return this.#buffer;
+  }
+
+  /**
+   * The buffer for tensorproc's own element access, which never hands it out: unlike
+   * `buffer`, it does not mark the buffer as seen by user code (see NOTE [Shared allocation]).
+   */
+  get internalBuffer(): ArrayBufferLike {
+    if (this.#buffer === null) throw released();
     return this.#buffer;
   }
   get byteOffset(): number {
@@ -95,7 +110,7 @@ export class Storage {
   /** torch share_memory_(): moves the bytes into shared memory (one copy). */
   shareMemory(): this {
     if (this.#backing !== null) return this;
-    const src = new Uint8Array(this.buffer, this.#byteOffset, this.nbytes);
+    const src = new Uint8Array(this.internalBuffer, this.#byteOffset, this.nbytes);
     const b = allocateShared(this.nbytes);
     new Uint8Array(b.buffer).set(src);
     this.#buffer = b.buffer;
@@ -112,11 +127,12 @@ export class Storage {
     const old = this.#backing;
     if (old === null) return this.shareMemory();
     const b = allocateShared(this.nbytes);
-    new Uint8Array(b.buffer).set(new Uint8Array(this.buffer, this.#byteOffset, this.nbytes));
+    new Uint8Array(b.buffer).set(new Uint8Array(this.internalBuffer, this.#byteOffset, this.nbytes));
     this.#buffer = b.buffer;
     this.#byteOffset = 0;
     this.#backing = b;
-    old.release();
+    old.release(this.#escaped);
+    this.#escaped = false;
     return this;
   }
 
@@ -126,7 +142,7 @@ export class Storage {
     this.#buffer = null;
     const b = this.#backing;
     this.#backing = null;
-    b?.release();
+    b?.release(this.#escaped);
   }
 }
 

@@ -66,7 +66,7 @@ export class Tensor {
 
   /** The whole storage as elements of this dtype (internal; views index into it). */
   #all(): TypedArray {
-    const buffer = this.storage.buffer;
+    const buffer = this.storage.internalBuffer;
     if (this.#elements === null || this.#elements.buffer !== buffer) {
       const { array, itemsize } = this.#info;
       this.#elements = new array(buffer, this.storage.byteOffset, Math.floor(this.storage.nbytes / itemsize));
