@@ -27,11 +27,27 @@ export class ProcessContext {
   #stopping: Promise<void> | null = null;
   #error: ProcessException | null = null;
   #daemon: boolean;
+  #started: Promise<void> = Promise.resolve();
 
   /** @internal Built by startProcesses(). */
   constructor(children: ChildHandle[], daemon: boolean) {
     this.#children = children;
     this.#daemon = daemon;
+  }
+
+  /** @internal The start of the children (target checked, then each child started). */
+  setStarted(started: Promise<void>): void {
+    this.#started = started;
+    // A bad target is reported by join() and `started`; never as an unhandled rejection.
+    started.catch(() => {});
+  }
+
+  /**
+   * Resolves once every child has started (pids() then lists them all); rejects with the
+   * error that kept them from starting (a bad target), in which case none was started.
+   */
+  get started(): Promise<void> {
+    return this.#started;
   }
 
   /** The children, in index order. */
@@ -61,6 +77,7 @@ export class ProcessContext {
   async join(options: JoinOptions = {}): Promise<boolean> {
     const timeout = checkMs(options.timeout, 'timeout');
     const gracePeriod = checkMs(options.gracePeriod, 'gracePeriod');
+    await this.#started;
     if (this.#error) throw this.#error;
     const done = (): boolean => this.#failed !== null || this.#allExited();
     if (!done() && !(await this.#waitUntil(done, timeout))) return false;

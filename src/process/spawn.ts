@@ -31,18 +31,43 @@ const ENTRIES: Record<StartMethod, string> = { spawn: 'child-process', thread: '
 const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
 
 /** Starts nprocs children running `target`. See startProcesses; the start method is always 'spawn'. */
-export function spawn(target: Target, options: SpawnOptions & { join: false }): Promise<ProcessContext>;
+export function spawn(target: Target, options: SpawnOptions & { join: false }): ProcessContext;
 export function spawn(target: Target, options?: SpawnOptions & { join?: true }): Promise<void>;
-export function spawn(target: Target, options?: SpawnOptions): Promise<void | ProcessContext>;
-export function spawn(target: Target, options: SpawnOptions = {}): Promise<void | ProcessContext> {
+export function spawn(target: Target, options?: SpawnOptions): Promise<void> | ProcessContext;
+export function spawn(target: Target, options: SpawnOptions = {}): Promise<void> | ProcessContext {
   return startProcesses(target, { ...options, startMethod: 'spawn' });
 }
 
-export function startProcesses(target: Target, options: StartProcessesOptions & { join: false }): Promise<ProcessContext>;
+/**
+ * Starts nprocs children, each running `await fn(i, ...args)`.
+ *
+ * `join: true` (default): a Promise that resolves when all exited 0 and rejects with the first
+ * failure. `join: false`: the ProcessContext at once, as torch returns it. The children start
+ * as soon as the target module has been loaded and checked (an import, hence not synchronous):
+ * `await ctx.started` for their pids; a bad target rejects `ctx.started` and `ctx.join()`, and
+ * then no child was started. Checks that need no import (nprocs, startMethod, args that cannot
+ * travel) throw synchronously with `join: false` and reject the Promise with `join: true`.
+ */
+export function startProcesses(target: Target, options: StartProcessesOptions & { join: false }): ProcessContext;
 export function startProcesses(target: Target, options?: StartProcessesOptions & { join?: true }): Promise<void>;
-export function startProcesses(target: Target, options?: StartProcessesOptions): Promise<void | ProcessContext>;
-export async function startProcesses(target: Target, options: StartProcessesOptions = {}): Promise<void | ProcessContext> {
-  const { args = [], nprocs = 1, join = true, daemon = false, startMethod = 'spawn' } = options;
+export function startProcesses(target: Target, options?: StartProcessesOptions): Promise<void> | ProcessContext;
+export function startProcesses(target: Target, options: StartProcessesOptions = {}): Promise<void> | ProcessContext {
+  const { join = true } = options;
+  let context: ProcessContext;
+  try {
+    context = createContext(target, options);
+  } catch (e) {
+    if (!join) throw e;
+    return Promise.reject(e);
+  }
+  if (!join) return context;
+  return (async () => {
+    while (!(await context.join()));
+  })();
+}
+
+function createContext(target: Target, options: StartProcessesOptions): ProcessContext {
+  const { args = [], nprocs = 1, daemon = false, startMethod = 'spawn' } = options;
   if (!Number.isInteger(nprocs) || nprocs < 1) {
     throw new InvalidArgumentError(`nprocs must be a positive integer (got ${String(nprocs)}).`);
   }
@@ -51,13 +76,22 @@ export async function startProcesses(target: Target, options: StartProcessesOpti
   }
   if (!Array.isArray(args)) throw new InvalidArgumentError('args must be an array: fn is called as fn(i, ...args).');
   const encoded = encodeArgs(args);
+  const children: ChildHandle[] = [];
+  const context = new ProcessContext(children, daemon);
+  context.setStarted(launch(target, context, children, { nprocs, daemon, startMethod, encoded }));
+  return context;
+}
+
+async function launch(
+  target: Target, context: ProcessContext, children: ChildHandle[],
+  opts: { nprocs: number; daemon: boolean; startMethod: StartMethod; encoded: ReturnType<typeof encodeArgs> },
+): Promise<void> {
+  const { nprocs, daemon, startMethod, encoded } = opts;
   const { url, exportName } = await resolveTarget(target);
 
   const entry = new URL(`./${ENTRIES[startMethod]}${EXT}`, import.meta.url);
   const execArgv = startMethod === 'spawn' ? childExecArgv() : [];
   const preload = startMethod === 'thread' ? loaderApiForThreads() : null;
-  const children: ChildHandle[] = [];
-  const context = new ProcessContext(children, daemon);
   const onExit = (c: ChildHandle): void => context.onExit(c);
   try {
     for (let index = 0; index < nprocs; index++) {
@@ -83,6 +117,4 @@ export async function startProcesses(target: Target, options: StartProcessesOpti
     await Promise.all(children.map((c) => c.exited));
     throw e;
   }
-  if (!join) return context;
-  while (!(await context.join()));
 }

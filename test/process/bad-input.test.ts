@@ -8,6 +8,7 @@ import { checkLeaks } from '../helpers/leaks.js';
 import {
   spawn,
   startProcesses,
+  ProcessContext,
   InvalidArgumentError,
   NotTransferableError,
   TargetLoadError,
@@ -101,8 +102,20 @@ describe('bad input is a coded error before any process starts', () => {
     }
   });
 
+  it('join: false returns the context at once; a bad target rejects started and join()', async () => {
+    const ctx = spawn({ module: '/nonexistent/dir/target.js' }, { join: false });
+    assert.ok(ctx instanceof ProcessContext);
+    assert.deepEqual(ctx.pids(), []);
+    await rejectsCoded(ctx.started, TargetNotFoundError, 'ERR_TP_TARGET_NOT_FOUND');
+    await rejectsCoded(ctx.join(), TargetNotFoundError, 'ERR_TP_TARGET_NOT_FOUND');
+    assert.deepEqual(ctx.pids(), [], 'no child was started');
+    // checks that need no import throw at once
+    assert.throws(() => spawn(ok, { nprocs: 0, join: false }), (e: any) => e.code === 'ERR_TP_INVALID_ARGUMENT');
+  });
+
   it('join() options are checked', async () => {
-    const ctx = await spawn(ok, { join: false });
+    const ctx = spawn(ok, { join: false });
+    await ctx.started;
     await assert.rejects(ctx.join({ timeout: -1 }), { code: 'ERR_TP_INVALID_ARGUMENT' });
     await assert.rejects(ctx.join({ gracePeriod: 'x' as never }), { code: 'ERR_TP_INVALID_ARGUMENT' });
     assert.equal(await ctx.join(), true);

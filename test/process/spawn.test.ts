@@ -65,7 +65,8 @@ for (const startMethod of methods) {
     });
 
     it('success, non-blocking', TIMEOUT, async () => {
-      const ctx = await startProcesses(target('success'), { nprocs: 2, join: false, startMethod });
+      const ctx = startProcesses(target('success'), { nprocs: 2, join: false, startMethod });
+      await ctx.started;
       try {
         assert.ok(ctx instanceof ProcessContext);
         assert.equal(ctx.pids().length, 2);
@@ -80,7 +81,8 @@ for (const startMethod of methods) {
 
     it('join returns false on timeout', TIMEOUT, async () => {
       const dir = freshDir();
-      const ctx = await startProcesses(target('exitCode'), { args: [0, dir], nprocs: 2, join: false, startMethod });
+      const ctx = startProcesses(target('exitCode'), { args: [0, dir], nprocs: 2, join: false, startMethod });
+      await ctx.started;
       try {
         await ctx.processes[0]!.exited;
         assert.equal(await ctx.join({ timeout: 0 }), false); // process 1 waits for dir/go
@@ -129,7 +131,8 @@ for (const startMethod of methods) {
 
     it('terminated by a signal', TIMEOUT, async () => {
       const dir = freshDir();
-      const ctx = await startProcesses(target('readyThenWait'), { args: [dir], nprocs: 2, join: false, startMethod });
+      const ctx = startProcesses(target('readyThenWait'), { args: [dir], nprocs: 2, join: false, startMethod });
+      await ctx.started;
       try {
         await waitForFile(join(dir, 'ready-0'));
         ctx.processes[0]!.kill('SIGKILL');
@@ -152,7 +155,8 @@ for (const startMethod of methods) {
     for (const gracePeriod of [null, 20_000]) {
       it(`exit code, gracePeriod ${gracePeriod}`, TIMEOUT, async () => {
         const dir = freshDir();
-        const ctx = await startProcesses(target('exitCode'), { args: [123, dir], nprocs: 2, join: false, startMethod });
+        const ctx = startProcesses(target('exitCode'), { args: [123, dir], nprocs: 2, join: false, startMethod });
+        await ctx.started;
         try {
           const pid1 = ctx.pids()[1];
           const warnings = await warningsDuring(async () => {
@@ -200,7 +204,8 @@ for (const startMethod of methods) {
 
     it('a signal from outside raises ProcessExitedException', TIMEOUT, async () => {
       const dir = freshDir();
-      const ctx = await startProcesses(target('readyThenWait'), { args: [dir], nprocs: 1, join: false, startMethod });
+      const ctx = startProcesses(target('readyThenWait'), { args: [dir], nprocs: 1, join: false, startMethod });
+      await ctx.started;
       try {
         // A worker terminated while its module loader holds a file open leaks that
         // descriptor (a Node limitation): let a thread get going first.
@@ -230,7 +235,8 @@ for (const startMethod of methods) {
     });
 
     it("exceptions keep the child error's fields and cause chain", TIMEOUT, async () => {
-      const ctx = await startProcesses(target('richError'), { nprocs: 1, join: false, startMethod });
+      const ctx = startProcesses(target('richError'), { nprocs: 1, join: false, startMethod });
+      await ctx.started;
       try {
         const e = await ctx.join().then(
           () => assert.fail('join should throw'),
@@ -267,7 +273,8 @@ for (const startMethod of methods) {
 describe('spawn()', () => {
   it('uses processes, and SpawnContext is ProcessContext', TIMEOUT, async () => {
     assert.equal(SpawnContext, ProcessContext);
-    const ctx = await spawn(target('success'), { nprocs: 2, join: false });
+    const ctx = spawn(target('success'), { nprocs: 2, join: false });
+    await ctx.started;
     try {
       assert.ok(ctx.processes.every((p) => p.startMethod === 'spawn'));
       assert.ok(ctx.pids().every((pid) => pid !== process.pid && pid > 0));
