@@ -8,7 +8,8 @@
       "native/mapping.cc",
       "native/futex.cc",
       "native/channel.cc",
-      "native/process.cc"
+      "native/process.cc",
+      "native/peer.cc"
     ],
     "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
     "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "_GNU_SOURCE"],

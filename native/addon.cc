@@ -6,6 +6,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tp::InitFutex(env, exports);
   tp::InitChannel(env, exports);
   tp::InitProcess(env, exports);
+  tp::InitPeer(env, exports);
   return exports;
 }
 

@@ -37,5 +37,6 @@ void InitMapping(Napi::Env env, Napi::Object exports);
 void InitFutex(Napi::Env env, Napi::Object exports);
 void InitChannel(Napi::Env env, Napi::Object exports);
 void InitProcess(Napi::Env env, Napi::Object exports);
+void InitPeer(Napi::Env env, Napi::Object exports);
 
 }  // namespace tp

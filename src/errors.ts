@@ -148,3 +148,14 @@ export class NotTransferableError extends TypeError {
     super(message);
   }
 }
+
+// --- file_system manager ---------------------------------------------------------------
+/**
+ * The file_system manager (NOTE [The file_system manager]) could not be reached or started.
+ * Emitted as a process warning, not thrown: named segments still work, but those held by a
+ * process that is killed will stay in /dev/shm until removed by hand.
+ */
+export class ManagerUnavailableError extends Error {
+  readonly code = 'ERR_TP_MANAGER_UNAVAILABLE';
+  override name = 'ManagerUnavailableError';
+}

@@ -50,6 +50,20 @@ export interface Addon {
 
   setParentDeathSignal(signal: number): void;
   getppid(): number;
+
+  // peer.cc: the file_system manager's socket (src/sharing/manager).
+  /** A non-blocking listening SOCK_SEQPACKET socket bound to `path`. */
+  unixListen(path: string, backlog: number): number;
+  /** A non-blocking SOCK_SEQPACKET socket connected to `path`. */
+  unixConnect(path: string): number;
+  /** A connection from a listening socket, or -EAGAIN (-11) when none waits. */
+  accept(fd: number): number;
+  /** [pid, uid, gid] of the peer, as the kernel recorded at connect time. */
+  peerCredentials(fd: number): [number, number, number];
+  /** A descriptor that polls readable once process `pid` has exited. */
+  pidfdOpen(pid: number): number;
+  /** Takes an exclusive flock on `fd` without waiting: false if another process holds it. */
+  tryLock(fd: number): boolean;
 }
 
 export type FutexResult = 'ok' | 'timed-out' | 'not-equal';

@@ -60,7 +60,7 @@ export function exportStorage(storage: Storage): ExportedStorage {
 
 /** Undoes exportStorage() for a message that was not sent. */
 export function abandonExport(exported: ExportedStorage): void {
-  exported.segment.unref();
+  exported.segment.releaseInFlight();
 }
 
 /**
@@ -84,7 +84,7 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
   if (existing !== undefined && !existing.isReleased() && existing.backing !== null) {
     if (fd !== null) addon.close(fd);
     if (nbytes > existing.nbytes) throw new BadHandleError(`A handle claims ${nbytes} bytes of a ${existing.nbytes}-byte storage.`);
-    (existing.backing as Lease).segment.unref(); // this process already holds a reference
+    (existing.backing as Lease).segment.releaseInFlight(); // this process already holds it
     return existing;
   }
   const parked = received.take(key);
@@ -99,6 +99,8 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
   } else {
     segment = strategy === 'file_system' ? Segment.openName(name!, nbytes) : Segment.openFd(fd!, nbytes);
   }
+  // The sender's reference for this message becomes this process's hold (its slot).
+  segment.adoptInFlight();
   const storage = Storage.fromBacking(new Lease(segment, nbytes, false, parked?.spare ?? null), nbytes);
   remember(key, storage);
   return storage;

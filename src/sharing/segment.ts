@@ -1,16 +1,21 @@
-// Segment: one shared-memory object, mapped once in this process, with a 64-byte header.
+// Segment: one shared-memory object, mapped once in this process, with a one-page header
+// (layout and reference slots: NOTE [Reference slots] in segment-header.ts).
 //
 // NOTE [Segment lifetime]
-// Every segment starts with a header (magic, version, refcount, creator pid, capacity). The
-// refcount counts *processes* (threads count as their own) that hold the segment, plus one
-// for each message in flight that carries it: a sender adds the receiver's reference before
-// sending, and the receiver adopts it. Rules:
+// Every segment starts with a header (magic, version, refcount, creator pid, capacity,
+// per-process slots). The refcount counts *processes* (threads count as their own) that
+// hold the segment, plus one for each message in flight that carries it: a sender adds the
+// receiver's reference before sending (retain), and the receiver adopts it (adoptInFlight),
+// or the sender takes it back if the message is not sent (releaseInFlight). A hold is also
+// recorded in the holder's slot, so that the manager can take back what a killed process
+// held. Rules:
 //  - file_descriptor (memfd): the kernel frees the memory with its last descriptor and
 //    mapping, so a kill -9 cannot leak it. The refcount only tells the owner's cache when a
 //    segment is free everywhere (refcount == 1: only the cache holds it) and may be reused.
 //  - file_system (named, /dev/shm/tensorproc_<pid>_<random>): whoever brings the refcount
 //    to zero unlinks the name. Processes that die holding references are covered by the
-//    manager process (src/sharing/manager), which unlinks names whose users all died.
+//    manager process (src/sharing/manager: NOTE [The file_system manager]), which unlinks
+//    names whose users all died. Every process tells it which names it maps.
 //  - Descriptors are closed as soon as they are not needed: receivers close right after
 //    mmap (a mapping outlives its descriptor); the owner of a memfd keeps one descriptor per
 //    segment it may still send, bounded by its cache.
@@ -19,12 +24,10 @@ import { addon, systemError, type NativeMapping } from '../native/index.js';
 import { BadHandleError } from '../errors.js';
 import type { SharingStrategy } from './strategy.js';
 import { checkRoom } from './room.js';
+import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, initHeader, claimSlot } from './segment-header.js';
+import { managerClient } from './manager/client.js';
 
-export const HEADER_BYTES = 64;
-const MAGIC = 0x47535054; // "TPSG" little-endian
-const VERSION = 1;
-// Int32 word indices in the header.
-const W_MAGIC = 0, W_VERSION = 1, W_REFS = 2, W_PID = 3, W_CAP_LO = 4, W_CAP_HI = 5;
+export { HEADER_BYTES } from './segment-header.js';
 
 export const SHM_PREFIX = 'tensorproc_';
 
@@ -46,6 +49,8 @@ export class Segment {
   readonly header: Int32Array;
   #fd: number | null;
   #unmapped = false;
+  /** Count word of this process's slot: -2 not looked up yet, -1 none free. */
+  #slot = -2;
 
   private constructor(strategy: SharingStrategy, name: string | null, key: string, capacity: number,
                       mapping: NativeMapping, fd: number | null) {
@@ -91,13 +96,8 @@ export class Segment {
       fd = -1;
     }
     const seg = new Segment(strategy, name, key, capacity, mapping, fd >= 0 ? fd : null);
-    const h = seg.header;
-    h[W_VERSION] = VERSION;
-    h[W_PID] = process.pid;
-    h[W_CAP_LO] = capacity % 2 ** 32;
-    h[W_CAP_HI] = Math.floor(capacity / 2 ** 32);
-    Atomics.store(h, W_REFS, 1);
-    Atomics.store(h, W_MAGIC, MAGIC);
+    seg.#slot = initHeader(seg.header, process.pid, capacity);
+    if (name !== null) managerClient.noteMapped(name);
     return seg;
   }
 
@@ -141,7 +141,9 @@ export class Segment {
     }
     try {
       const [size] = addon.fstat(fd);
-      return Segment.#open('file_system', name, `fs:${name}`, fd, size, nbytes);
+      const seg = Segment.#open('file_system', name, `fs:${name}`, fd, size, nbytes);
+      managerClient.noteMapped(name);
+      return seg;
     } finally {
       addon.close(fd);
     }
@@ -175,15 +177,44 @@ export class Segment {
   refcount(): number {
     return Atomics.load(this.header, W_REFS);
   }
-  /** Adds a reference (for this process, or for a message about to carry the segment). */
+  /** Adds a reference for a message about to carry the segment (in flight). Returns the count. */
   retain(): number {
     return Atomics.add(this.header, W_REFS, 1) + 1;
   }
+  /** A received message's reference becomes this process's hold (recorded in its slot). */
+  adoptInFlight(): void {
+    const slot = this.#ownSlot();
+    if (slot >= 0) Atomics.add(this.header, slot, 1);
+  }
+  /** Drops a reference in flight (a message that was not sent, or arrived where it was held). */
+  releaseInFlight(): number {
+    return this.#dropTotal();
+  }
   /**
-   * Drops a reference; at zero a named segment's name is removed (see NOTE [Segment
-   * lifetime]). Returns the count left.
+   * Drops this process's hold (or, if it has none left, a reference in flight); at zero a
+   * named segment's name is removed (see NOTE [Segment lifetime]). Returns the count left.
    */
   unref(): number {
+    const slot = this.#ownSlot();
+    if (slot >= 0) {
+      // A compare-and-swap, not a blind subtract: a caller dropping an in-flight reference
+      // through unref() must not take this process's slot below zero.
+      let n = Atomics.load(this.header, slot);
+      while (n > 0) {
+        const seen = Atomics.compareExchange(this.header, slot, n, n - 1);
+        if (seen === n) break;
+        n = seen;
+      }
+    }
+    return this.#dropTotal();
+  }
+
+  #ownSlot(): number {
+    if (this.#slot === -2) this.#slot = claimSlot(this.header, process.pid);
+    return this.#slot;
+  }
+
+  #dropTotal(): number {
     const left = Atomics.sub(this.header, W_REFS, 1) - 1;
     if (left === 0 && this.name !== null) {
       try {
@@ -204,6 +235,7 @@ export class Segment {
   unmap(): void {
     if (this.#unmapped) return;
     this.#unmapped = true;
+    if (this.name !== null) managerClient.noteUnmapped(this.name);
     if (this.#fd !== null) {
       addon.close(this.#fd);
       this.#fd = null;

@@ -43,7 +43,7 @@ describe('segments', () => {
     const fd = addon.memfdCreate('tensorproc-test', 4096);
     assert.throws(() => Segment.openFd(fd, 4096), (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
     // openFd took the descriptor and closed it on failure (the leak check sees it)
-    const raw = addon.memfdCreate('tensorproc-test', 4096);
+    const raw = addon.memfdCreate('tensorproc-test', HEADER_BYTES + 4096);
     assert.throws(() => Segment.openFd(raw, 100), (e: any) => e.code === 'ERR_TP_BAD_HANDLE' && /header/.test(e.message),
       'a memfd without our header is refused');
     assert.throws(() => Segment.openName('/etc/passwd', 1), (e: any) => e.code === 'ERR_TP_BAD_HANDLE');

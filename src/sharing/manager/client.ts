@@ -1,0 +1,358 @@
+// This process's side of the file_system manager: tells it, once per mapping, which named
+// segments this process maps, so that it can clean up after us if we are killed. See
+// NOTE [The file_system manager] in server.ts.
+//
+// The connection is open exactly while this process (this thread) maps named segments: it
+// opens with the first and closes, with a goodbye, when the last is unmapped (at exit, or
+// emptyCache()), so that a process that holds nothing holds no descriptor for it either.
+//
+// Nothing here is on the hot path: a mapping or unmapping only notes a change; the changes
+// go out in one datagram per turn of the event loop (a microtask), with a non-blocking send.
+// The connection starts lazily with the first file_system segment; starting the manager
+// (when none answers) happens in the background, and until it answers nothing waits for it.
+// If it cannot be reached, a ManagerUnavailableError is emitted as a warning, once, and
+// segments go on working; it is tried again with a later segment.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { addon, EAGAIN, POLL_READABLE, POLL_WRITABLE, type NativePoll } from '../../native/index.js';
+import { ManagerUnavailableError } from '../../errors.js';
+import { checkDir, managerDir, socketPath } from './dir.js';
+import {
+  decodeManager,
+  encode,
+  MAX_DATAGRAM,
+  NAMES_PER_MESSAGE,
+  PROTOCOL_VERSION,
+  type ClientMessage,
+} from './protocol.js';
+
+/** How long a start may take before we give up and warn. */
+const START_TIMEOUT_MS = 5000;
+/** After giving up, a later segment tries again after this long. */
+const RETRY_AFTER_MS = 10_000;
+/** A manager that exits at once (it lost the start race to one that was shutting down) is started again, this often at most. */
+const MAX_SPAWNS = 5;
+
+type State = 'off' | 'connecting' | 'connected' | 'unavailable';
+
+/** A timer that keeps the process alive only if `keepAlive` (someone awaits ready()). */
+function sleep(ms: number, keepAlive: boolean): Promise<void> {
+  return new Promise<void>((r) => {
+    const t = setTimeout(r, ms);
+    if (!keepAlive) t.unref();
+  });
+}
+
+export class ManagerClient {
+  /** Names this process (this thread) maps, with how many mappings of each. */
+  #mapped = new Map<string, number>();
+  /** Changes not yet sent on the current connection: true mapped, false unmapped. */
+  #changes = new Map<string, boolean>();
+  #state: State = 'off';
+  #fd = -1;
+  #poll: NativePoll | null = null;
+  #outbox: Uint8Array[] = [];
+  #flushQueued = false;
+  #exitHooked = false;
+  #gaveUpAt = 0;
+  #warned = false;
+  #managerPid: number | null = null;
+  #readyWaiters: { resolve: (pid: number) => void; reject: (e: Error) => void }[] = [];
+  #syncId = 0;
+  #syncs = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+  readonly #rbuf = new Uint8Array(MAX_DATAGRAM);
+  readonly #rfds = new Int32Array(8);
+
+  /** This process now maps `name` (Segment.create / Segment.openName). */
+  noteMapped(name: string): void {
+    const n = this.#mapped.get(name) ?? 0;
+    this.#mapped.set(name, n + 1);
+    if (n > 0) return;
+    if (this.#state === 'connected') this.#change(name, true);
+    else this.#wake();
+  }
+
+  /** This process unmapped `name` (Segment.unmap). */
+  noteUnmapped(name: string): void {
+    const n = this.#mapped.get(name);
+    if (n === undefined) return;
+    if (n > 1) {
+      this.#mapped.set(name, n - 1);
+      return;
+    }
+    this.#mapped.delete(name);
+    if (this.#state === 'connected') {
+      this.#change(name, false);
+      this.#closeIfUnused();
+    }
+  }
+
+  get state(): State {
+    return this.#state;
+  }
+  /** The manager's pid once it has answered, else null. */
+  get managerPid(): number | null {
+    return this.#managerPid;
+  }
+
+  /** Connects if not connected; resolves with the manager's pid, rejects if it cannot be reached. */
+  ready(): Promise<number> {
+    if (this.#state === 'connected' && this.#managerPid !== null) return Promise.resolve(this.#managerPid);
+    const p = new Promise<number>((resolve, reject) => this.#readyWaiters.push({ resolve, reject }));
+    if (this.#state !== 'connecting') this.#start();
+    return p;
+  }
+
+  /** Resolves once the manager has handled everything this process told it so far. */
+  async sync(): Promise<void> {
+    await this.ready();
+    this.#flush();
+    const id = ++this.#syncId;
+    const p = new Promise<void>((resolve, reject) => this.#syncs.set(id, { resolve, reject }));
+    this.#holdLoop();
+    this.#send({ t: 'sync', id });
+    return p;
+  }
+
+  // The connection must never keep this process alive, except while someone awaits an
+  // answer from the manager (ready(), sync()).
+  #holdLoop(): void {
+    if (this.#readyWaiters.length > 0 || this.#syncs.size > 0) this.#poll?.ref();
+    else this.#poll?.unref();
+  }
+
+  /** Nothing mapped and nobody waiting: say goodbye and close, now (synchronously). */
+  #closeIfUnused(): void {
+    if (this.#state !== 'connected' || this.#mapped.size > 0 || this.#readyWaiters.length > 0 || this.#syncs.size > 0) return;
+    this.#flush();
+    this.#send({ t: 'bye' });
+    this.#disconnect();
+    this.#state = 'off';
+  }
+
+  #disconnect(): void {
+    this.#poll?.close();
+    this.#poll = null;
+    if (this.#fd >= 0) addon.close(this.#fd);
+    this.#fd = -1;
+    this.#outbox = [];
+    this.#managerPid = null;
+  }
+
+  #change(name: string, mapped: boolean): void {
+    // Mapped then unmapped within one turn: the manager need not hear of it.
+    if (this.#changes.get(name) === !mapped) this.#changes.delete(name);
+    else this.#changes.set(name, mapped);
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      queueMicrotask(() => this.#flush());
+    }
+  }
+
+  #wake(): void {
+    if (this.#state === 'off' || (this.#state === 'unavailable' && Date.now() - this.#gaveUpAt >= RETRY_AFTER_MS)) this.#start();
+  }
+
+  #start(): void {
+    this.#state = 'connecting';
+    if (!this.#exitHooked) {
+      this.#exitHooked = true;
+      // Registered after the allocator's own exit handler (that one is installed when the
+      // sharing module loads, this one with the first segment), so by now this process has
+      // let go of everything: what is left to say is the last changes, and goodbye.
+      process.on('exit', () => {
+        if (this.#state !== 'connected') return;
+        this.#flush();
+        this.#send({ t: 'bye' });
+      });
+    }
+    void this.#connect().catch((e: Error) => this.#giveUp(e.message));
+  }
+
+  async #connect(): Promise<void> {
+    const dir = managerDir();
+    const problem = checkDir(dir);
+    if (problem !== null) {
+      this.#giveUp(`${problem}. Point ${'TENSORPROC_MANAGER_DIR'} at a directory of yours with mode 700`);
+      return;
+    }
+    const path = socketPath(dir);
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    let server: ChildProcess | null = null;
+    let serverGone = false;
+    let spawns = 0;
+    let delay = 1;
+    let fd = -1;
+    for (;;) {
+      try {
+        fd = addon.unixConnect(path);
+        break;
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        if (code !== 'ENOENT' && code !== 'ECONNREFUSED' && code !== 'EAGAIN') {
+          this.#giveUp(`connecting to ${path} failed with ${code}`);
+          return;
+        }
+        // Nobody listens (no socket, or a dead manager's): start one. If two processes do
+        // this at once, the lock in server.ts lets one win; the other exits and we retry.
+        if (code !== 'EAGAIN' && (server === null || serverGone) && spawns < MAX_SPAWNS) {
+          spawns++;
+          serverGone = false;
+          server = startServer(dir);
+          server.once('exit', () => (serverGone = true));
+          server.once('error', () => (serverGone = true));
+        }
+      }
+      if (Date.now() > deadline) {
+        this.#giveUp(`no manager answered on ${path} within ${START_TIMEOUT_MS / 1000} s`);
+        return;
+      }
+      await sleep(delay, this.#readyWaiters.length > 0);
+      delay = Math.min(delay * 2, 50);
+    }
+    this.#fd = fd;
+    this.#poll = new addon.Poll(fd, (status, events) => this.#onPoll(status, events));
+    this.#poll.start(POLL_READABLE);
+    this.#state = 'connected';
+    this.#holdLoop();
+    this.#changes.clear();
+    this.#send({ t: 'hello', v: PROTOCOL_VERSION });
+    this.#sendNames('hold', [...this.#mapped.keys()]);
+    this.#closeIfUnused(); // everything was unmapped while we were connecting
+  }
+
+  #flush(): void {
+    this.#flushQueued = false;
+    if (this.#state !== 'connected' || this.#changes.size === 0) return;
+    const hold: string[] = [];
+    const drop: string[] = [];
+    for (const [name, mapped] of this.#changes) (mapped ? hold : drop).push(name);
+    this.#changes.clear();
+    this.#sendNames('hold', hold);
+    this.#sendNames('drop', drop);
+  }
+
+  #sendNames(t: 'hold' | 'drop', names: string[]): void {
+    for (let i = 0; i < names.length; i += NAMES_PER_MESSAGE) this.#send({ t, names: names.slice(i, i + NAMES_PER_MESSAGE) });
+  }
+
+  #send(msg: ClientMessage): void {
+    if (this.#fd < 0) return;
+    const bytes = encode(msg);
+    if (this.#outbox.length > 0) {
+      this.#outbox.push(bytes);
+      return;
+    }
+    this.#trySend(bytes);
+  }
+
+  #trySend(bytes: Uint8Array): boolean {
+    try {
+      if (addon.send(this.#fd, bytes) === EAGAIN) {
+        this.#outbox.push(bytes);
+        this.#poll?.start(POLL_READABLE | POLL_WRITABLE);
+        return false;
+      }
+      return true;
+    } catch {
+      this.#lost();
+      return false;
+    }
+  }
+
+  #onPoll(status: number, events: number): void {
+    if (status < 0) return this.#lost();
+    if (events & POLL_WRITABLE) {
+      const queued = this.#outbox;
+      this.#outbox = [];
+      while (queued.length > 0 && this.#fd >= 0) {
+        if (!this.#trySend(queued.shift()!)) {
+          this.#outbox.push(...queued);
+          return;
+        }
+      }
+      this.#poll?.start(POLL_READABLE);
+    }
+    if (events & POLL_READABLE) this.#read();
+  }
+
+  #read(): void {
+    while (this.#fd >= 0) {
+      let n: number;
+      try {
+        n = addon.recv(this.#fd, this.#rbuf, this.#rfds);
+      } catch {
+        return this.#lost();
+      }
+      if (n === EAGAIN) return;
+      if (n < 0) return this.#lost(); // end of stream: the manager is gone
+      for (let i = 1; i <= this.#rfds[0]!; i++) addon.close(this.#rfds[i]!);
+      const msg = decodeManager(this.#rbuf.subarray(0, n));
+      if (msg?.t === 'welcome') {
+        this.#managerPid = msg.pid;
+        for (const w of this.#readyWaiters.splice(0)) w.resolve(msg.pid);
+      } else if (msg?.t === 'synced') {
+        this.#syncs.get(msg.id)?.resolve();
+        this.#syncs.delete(msg.id);
+      }
+      this.#holdLoop();
+      this.#closeIfUnused(); // the last answer someone awaited, with nothing mapped
+    }
+  }
+
+  /** The manager went away (killed, or exited while idle): reconnect, starting a new one. */
+  #lost(): void {
+    this.#disconnect();
+    this.#state = 'off';
+    const err = new Error('the file_system manager went away');
+    for (const s of this.#syncs.values()) s.reject(err);
+    this.#syncs.clear();
+    // What this process maps is sent again, in full, to the next manager.
+    if (this.#mapped.size > 0 || this.#readyWaiters.length > 0) this.#start();
+  }
+
+  #giveUp(reason: string): void {
+    this.#state = 'unavailable';
+    this.#gaveUpAt = Date.now();
+    const err = new ManagerUnavailableError(
+      `The tensorproc file_system manager is not available: ${reason}. Named segments still work, ` +
+        'but those held by a process that gets killed will stay in /dev/shm (remove them with `npx tensorproc shm clean`).',
+    );
+    for (const w of this.#readyWaiters.splice(0)) w.reject(err);
+    if (!this.#warned) {
+      this.#warned = true;
+      process.emitWarning(err);
+    }
+  }
+}
+
+// Node options a manager started from a TypeScript source needs: the loader, nothing else.
+function loaderArgs(): string[] {
+  const out: string[] = [];
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (/^(--import|--loader|--experimental-loader|--require|-r)$/.test(a) && i + 1 < argv.length) out.push(a, argv[++i]!);
+    else if (/^--(import|loader|experimental-loader|require)=/.test(a)) out.push(a);
+  }
+  return out;
+}
+
+/** Starts a manager for `dir` in the background, in its own session: it outlives us. */
+function startServer(dir: string): ChildProcess {
+  const here = fileURLToPath(import.meta.url);
+  const ext = extname(here);
+  const compiled = ext === '.js';
+  const child = spawn(process.execPath, [...(compiled ? [] : loaderArgs()), join(dirname(here), `server${ext}`), dir], {
+    detached: true,
+    stdio: 'ignore',
+    // A compiled manager pins no directory; one under a loader resolves it from here.
+    cwd: compiled ? '/' : process.cwd(),
+  });
+  child.unref();
+  return child;
+}
+
+/** The one client of this process (this thread). */
+export const managerClient = new ManagerClient();

@@ -1,0 +1,326 @@
+// The manager's bookkeeping: which processes map which names, and what to do with a name
+// when its holders go. Policy of NOTE [The file_system manager] (server.ts).
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { addon, POLL_READABLE, type NativePoll } from '../../native/index.js';
+import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, holders, reclaimSlots } from '../segment-header.js';
+import { creatorOf, NAME_PATTERN } from './protocol.js';
+
+/** How long a name whose holders died keeps the references of its messages in flight. */
+export const CRASH_GRACE_MS = 1000;
+/** How long a name whose holders all let go keeps its references in flight, at least. */
+export const CLEAN_GRACE_MS = 2000;
+/** Liveness is polled at this pace where pidfds are missing (Linux before 5.3). */
+const POLL_PIDS_MS = 50;
+
+interface Proc {
+  readonly pid: number;
+  /** A pidfd that polls readable when the process exits, or -1 (polled instead). */
+  readonly pidfd: number;
+  readonly poll: NativePoll | null;
+  /** Names it registered, or that its slot holds. */
+  readonly names: Set<string>;
+  conns: number;
+  /** It connected (a user of named segments), as opposed to a holder found in a slot. */
+  user: boolean;
+  /** A connection of it closed without goodbye: it died, or a thread of it ended abruptly. */
+  crashed: boolean;
+}
+
+interface NameState {
+  /** Live processes known to map it. */
+  readonly holders: Set<number>;
+  /** A holder died holding references, or without saying goodbye. */
+  crashed: boolean;
+  graceTimer: NodeJS.Timeout | null;
+  /** When it was first seen with references in flight only, after clean exits. */
+  orphanSince: number | null;
+}
+
+/** Is `pid` a running process? A zombie is not: it holds nothing any more. */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X' && state !== 'x';
+  } catch {
+    return false;
+  }
+}
+
+export class Registry {
+  readonly #procs = new Map<number, Proc>();
+  readonly #names = new Map<string, NameState>();
+  readonly #uid = process.getuid!();
+  readonly #log: (line: string) => void;
+  readonly #changed: () => void;
+  #pidTimer: NodeJS.Timeout | null = null;
+
+  /** `changed()` is called when the registry may have become empty (the manager may stop). */
+  constructor(log: (line: string) => void, changed: () => void) {
+    this.#log = log;
+    this.#changed = changed;
+  }
+
+  /** Nothing to watch: no name pending and no process followed. */
+  get idle(): boolean {
+    return this.#names.size === 0 && this.#procs.size === 0;
+  }
+
+  /** A process connected. False if it is already gone. */
+  connected(pid: number): boolean {
+    const proc = this.#watch(pid);
+    if (proc === null) return false;
+    proc.conns++;
+    proc.user = true;
+    return true;
+  }
+
+  /** One of its connections closed; `clean` if it said goodbye first. */
+  disconnected(pid: number, clean: boolean): void {
+    const proc = this.#procs.get(pid);
+    if (proc !== undefined) {
+      proc.conns--;
+      if (!clean) proc.crashed = true;
+    }
+    this.#changed();
+  }
+
+  hold(pid: number, names: string[]): void {
+    const proc = this.#watch(pid);
+    if (proc === null) return;
+    for (const name of names) {
+      proc.names.add(name);
+      this.#state(name).holders.add(pid);
+    }
+  }
+
+  drop(pid: number, names: string[]): void {
+    const proc = this.#procs.get(pid);
+    for (const name of names) {
+      proc?.names.delete(name);
+      const st = this.#names.get(name);
+      if (st === undefined) continue;
+      st.holders.delete(pid);
+      if (st.holders.size === 0) this.#evaluate(name, false);
+    }
+    if (proc !== undefined) this.#maybeUnwatch(proc);
+    this.#changed();
+  }
+
+  /**
+   * At start: names of this user whose creator is dead, left by processes that died while
+   * no manager ran. Each is judged like any other (live holders keep it).
+   */
+  sweep(): void {
+    let entries: string[];
+    try {
+      entries = readdirSync('/dev/shm');
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      const name = `/${entry}`;
+      if (!NAME_PATTERN.test(name) || isAlive(creatorOf(name)) || this.#names.has(name)) continue;
+      try {
+        if (statSync(`/dev/shm/${entry}`).uid !== this.#uid) continue;
+      } catch {
+        continue;
+      }
+      this.#state(name).crashed = true;
+      this.#evaluate(name, false);
+    }
+    this.#changed();
+  }
+
+  #state(name: string): NameState {
+    let st = this.#names.get(name);
+    if (st === undefined) this.#names.set(name, (st = { holders: new Set(), crashed: false, graceTimer: null, orphanSince: null }));
+    return st;
+  }
+
+  #watch(pid: number): Proc | null {
+    const known = this.#procs.get(pid);
+    if (known !== undefined) return known;
+    let pidfd = -1;
+    let poll: NativePoll | null = null;
+    try {
+      pidfd = addon.pidfdOpen(pid);
+      poll = new addon.Poll(pidfd, () => this.#died(pid));
+      poll.start(POLL_READABLE);
+    } catch (e) {
+      if (pidfd >= 0) addon.close(pidfd);
+      pidfd = -1;
+      if ((e as { code?: string }).code === 'ESRCH') return null;
+      if (!isAlive(pid)) return null;
+      this.#pidTimer ??= setInterval(() => this.#pollPids(), POLL_PIDS_MS);
+    }
+    const proc: Proc = { pid, pidfd, poll, names: new Set(), conns: 0, user: false, crashed: false };
+    this.#procs.set(pid, proc);
+    return proc;
+  }
+
+  #pollPids(): void {
+    let polled = 0;
+    for (const proc of [...this.#procs.values()]) {
+      if (proc.pidfd >= 0) continue;
+      polled++;
+      if (!isAlive(proc.pid)) this.#died(proc.pid);
+    }
+    if (polled === 0 && this.#pidTimer !== null) {
+      clearInterval(this.#pidTimer);
+      this.#pidTimer = null;
+    }
+  }
+
+  #unwatch(proc: Proc): void {
+    this.#procs.delete(proc.pid);
+    proc.poll?.close();
+    if (proc.pidfd >= 0) addon.close(proc.pidfd);
+  }
+
+  // Users are followed until they die: while one lives, it may still receive a message in
+  // flight (the clean rule). Holders found in slots only while they hold something.
+  #maybeUnwatch(proc: Proc): void {
+    if (!proc.user && proc.names.size === 0) this.#unwatch(proc);
+  }
+
+  #liveUsers(): number {
+    let n = 0;
+    for (const proc of this.#procs.values()) if (proc.user) n++;
+    return n;
+  }
+
+  /** A process exited (killed or not): what it held goes, and its names are judged. */
+  #died(pid: number): void {
+    const proc = this.#procs.get(pid);
+    if (proc === undefined) return;
+    this.#unwatch(proc);
+    const names = new Set(proc.names);
+    // Names it created whose registration it had no time to send (killed within a turn).
+    try {
+      const prefix = `tensorproc_${pid}_`;
+      for (const entry of readdirSync('/dev/shm')) if (entry.startsWith(prefix)) names.add(`/${entry}`);
+    } catch {
+      // no /dev/shm listing: registered names only
+    }
+    for (const name of names) {
+      if (!NAME_PATTERN.test(name)) continue;
+      const st = this.#state(name);
+      st.holders.delete(pid);
+      if (proc.crashed) st.crashed = true;
+      this.#evaluate(name, false);
+    }
+    // One receiver fewer: names waiting for one may have none left.
+    if (proc.user) for (const [name, st] of this.#names) if (st.holders.size === 0 && !names.has(name)) this.#evaluate(name, false);
+    this.#changed();
+  }
+
+  /**
+   * Looks at a name's header: takes back what dead holders held, and removes the name when
+   * nothing is left, or when only references in flight are left and the rules say so.
+   */
+  #evaluate(name: string, graceOver: boolean): void {
+    const st = this.#state(name);
+    let fd: number;
+    try {
+      fd = addon.shmOpen(name);
+    } catch {
+      return this.#forget(name); // gone already (its last holder removed it), or not ours
+    }
+    let total = 0;
+    let took = 0;
+    let valid = false;
+    const live: number[] = [];
+    try {
+      const [size] = addon.fstat(fd);
+      if (size >= HEADER_BYTES) {
+        const m = addon.map(fd, HEADER_BYTES);
+        try {
+          const h = new Int32Array(addon.sharedBuffer(m, 0, HEADER_BYTES));
+          if (Atomics.load(h, W_MAGIC) === MAGIC) {
+            valid = true;
+            for (const [pid, count] of holders(h)) {
+              if (!isAlive(pid)) took += reclaimSlots(h, pid);
+              else if (count > 0) live.push(pid);
+            }
+            total = Atomics.load(h, W_REFS);
+          }
+        } finally {
+          addon.unmap(m);
+        }
+      }
+    } catch (e) {
+      this.#log(`cannot read ${name}: ${(e as Error).message}`);
+      return this.#forget(name);
+    } finally {
+      addon.close(fd);
+    }
+    if (!valid) {
+      // No header yet: its creator is still building it, or died doing so.
+      if (isAlive(creatorOf(name))) return this.#forget(name);
+      return this.#unlink(name, 'its creator died before finishing it');
+    }
+    if (took > 0) st.crashed = true;
+    if (total <= 0) return this.#unlink(name, took > 0 ? `its holders died holding ${took} reference(s)` : 'no reference is left');
+    if (live.length > 0) {
+      // Someone still holds it. Follow them, so that their death brings us back here.
+      if (st.graceTimer !== null) clearTimeout(st.graceTimer);
+      st.graceTimer = null;
+      st.orphanSince = null;
+      for (const pid of live) {
+        const proc = this.#watch(pid);
+        if (proc === null) continue;
+        proc.names.add(name);
+        st.holders.add(pid);
+      }
+      return;
+    }
+    // Only references in flight are left: messages that carry the segment and that a live
+    // process may still receive.
+    if (st.crashed) {
+      if (graceOver) return this.#unlink(name, `${total} reference(s) in flight were not taken within ${CRASH_GRACE_MS} ms of its holders' death`);
+      st.graceTimer ??= setTimeout(() => {
+        st.graceTimer = null;
+        this.#evaluate(name, true);
+        this.#changed();
+      }, CRASH_GRACE_MS);
+      return;
+    }
+    const now = Date.now();
+    st.orphanSince ??= now;
+    const wait = st.orphanSince + CLEAN_GRACE_MS - now;
+    if (wait > 0) {
+      st.graceTimer ??= setTimeout(() => {
+        st.graceTimer = null;
+        this.#evaluate(name, false);
+        this.#changed();
+      }, wait);
+      return;
+    }
+    if (this.#liveUsers() === 0) return this.#unlink(name, `${total} reference(s) in flight and no process left to take them`);
+    // Kept while a user lives (it may still receive the message); judged again at each death.
+  }
+
+  #unlink(name: string, why: string): void {
+    try {
+      addon.shmUnlink(name);
+      this.#log(`removed ${name}: ${why}`);
+    } catch {
+      // removed meanwhile by its last holder
+    }
+    this.#forget(name);
+  }
+
+  #forget(name: string): void {
+    const st = this.#names.get(name);
+    if (st === undefined) return;
+    if (st.graceTimer !== null) clearTimeout(st.graceTimer);
+    this.#names.delete(name);
+    for (const pid of st.holders) {
+      const proc = this.#procs.get(pid);
+      if (proc === undefined) continue;
+      proc.names.delete(name);
+      this.#maybeUnwatch(proc);
+    }
+  }
+}

@@ -1,0 +1,93 @@
+// The header at the start of every segment: its layout, defined once, and the operations on
+// its per-process reference slots. Segment (this process's side) and the file_system
+// manager (src/sharing/manager/server.ts, which reclaims what dead processes held) both use
+// it. See NOTE [Reference slots].
+//
+// NOTE [Reference slots]
+// The header is one page, so tensor data starts page-aligned. Int32 words:
+//   0 magic · 1 version · 2 total references · 3 creator pid · 4-5 capacity (lo, hi)
+//   6-15 reserved · 16.. SLOTS slots of two words (pid, count).
+// `total` is what NOTE [Segment lifetime] counts: holds by processes plus messages in
+// flight. A process's hold is *also* recorded in its own slot (found by pid, claimed by a
+// compare-and-swap of pid 0 -> mypid), so that when a process dies holding references, the
+// manager can subtract exactly what it held, with no message per reference: it swaps the
+// slot's pid to RECLAIMING (so nobody else matches it), takes its count, subtracts it from
+// `total`, and frees the slot (pid 0). References in flight live in `total` only; nobody
+// can tell whose they are, which is why the manager has a grace rule for them (NOTE [The
+// file_system manager]). Threads of one process share its slot (one pid): each thread's
+// holds add to the same count, and the process's death releases all of them.
+// A live process never frees its slot, even at count 0: only the manager frees slots, and
+// only of dead processes, so a slot index cached by a Segment stays valid for the process's
+// life and no two threads can race a free against a claim. When every slot is taken (more
+// than SLOTS processes mapped the segment at once), a hold is counted in `total` only and a
+// crash of that holder leaves it to the grace rule as if it were in flight.
+// Known gap: a dead process's pid reused by a new process that maps the same segment before
+// the manager has reclaimed the slot (milliseconds) would merge the two; the manager would
+// then subtract the newcomer's hold too.
+
+export const HEADER_BYTES = 4096;
+export const MAGIC = 0x47535054; // "TPSG" little-endian
+export const VERSION = 2;
+export const W_MAGIC = 0, W_VERSION = 1, W_REFS = 2, W_PID = 3, W_CAP_LO = 4, W_CAP_HI = 5;
+const W_SLOTS = 16;
+export const SLOTS = (HEADER_BYTES / 4 - W_SLOTS) / 2;
+const RECLAIMING = -1;
+
+/** Word index of the count of slot `i`; its pid is the word before. */
+export function countWord(i: number): number {
+  return W_SLOTS + 2 * i + 1;
+}
+
+/** Writes a fresh header with one hold, by `pid`, in slot 0. Magic last: readers check it. */
+export function initHeader(h: Int32Array, pid: number, capacity: number): number {
+  h[W_VERSION] = VERSION;
+  h[W_PID] = pid;
+  h[W_CAP_LO] = capacity % 2 ** 32;
+  h[W_CAP_HI] = Math.floor(capacity / 2 ** 32);
+  h[W_SLOTS] = pid;
+  h[countWord(0)] = 1;
+  Atomics.store(h, W_REFS, 1);
+  Atomics.store(h, W_MAGIC, MAGIC);
+  return countWord(0);
+}
+
+/**
+ * The count word of `pid`'s slot, claiming a free slot if it has none; -1 if every slot is
+ * taken. Call once per mapping and keep the result (the slot stays ours while we live).
+ */
+export function claimSlot(h: Int32Array, pid: number): number {
+  for (let i = 0; i < SLOTS; i++) if (Atomics.load(h, W_SLOTS + 2 * i) === pid) return countWord(i);
+  for (let i = 0; i < SLOTS; i++) {
+    if (Atomics.compareExchange(h, W_SLOTS + 2 * i, 0, pid) === 0) return countWord(i);
+  }
+  return -1;
+}
+
+/** [pid, count] of every taken slot. */
+export function holders(h: Int32Array): [number, number][] {
+  const out: [number, number][] = [];
+  for (let i = 0; i < SLOTS; i++) {
+    const pid = Atomics.load(h, W_SLOTS + 2 * i);
+    if (pid > 0) out.push([pid, Atomics.load(h, countWord(i))]);
+  }
+  return out;
+}
+
+/**
+ * For the manager, once `pid` is known dead: frees every slot of `pid` and subtracts what
+ * they held from the total. Returns the count subtracted.
+ */
+export function reclaimSlots(h: Int32Array, pid: number): number {
+  let took = 0;
+  for (let i = 0; i < SLOTS; i++) {
+    const p = W_SLOTS + 2 * i;
+    if (Atomics.load(h, p) !== pid || Atomics.compareExchange(h, p, pid, RECLAIMING) !== pid) continue;
+    const n = Atomics.exchange(h, p + 1, 0);
+    if (n > 0) {
+      Atomics.sub(h, W_REFS, n);
+      took += n;
+    }
+    Atomics.store(h, p, 0);
+  }
+  return took;
+}
