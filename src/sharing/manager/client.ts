@@ -60,6 +60,7 @@ export class ManagerClient {
   #managerPid: number | null = null;
   #readyWaiters: { resolve: (pid: number) => void; reject: (e: Error) => void }[] = [];
   #syncId = 0;
+  #sent = 0;
   #syncs = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
   readonly #rbuf = new Uint8Array(MAX_DATAGRAM);
   readonly #rfds = new Int32Array(8);
@@ -86,6 +87,11 @@ export class ManagerClient {
       this.#change(name, false);
       this.#closeIfUnused();
     }
+  }
+
+  /** Datagrams sent to managers so far (diagnostics, tests). */
+  get messagesSent(): number {
+    return this.#sent;
   }
 
   get state(): State {
@@ -254,6 +260,7 @@ export class ManagerClient {
         this.#poll?.start(POLL_READABLE | POLL_WRITABLE);
         return false;
       }
+      this.#sent++;
       return true;
     } catch {
       this.#lost();
