@@ -157,6 +157,49 @@ test('a sender that exits cleanly leaves its message receivable', async () => {
   await b.exited;
 });
 
+test('a process killed before its registration went out: the names it created go all the same', async (t) => {
+  const a = await holder();
+  await ask(a, { cmd: 'create', count: 1, size: 16 });
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  const { names } = await ask(a, { cmd: 'createAndSpin', size: 16 });
+  assert.ok(exists(names[0]));
+  const ms = await killAndWait(a, names);
+  t.diagnostic(`unregistered name removed ${ms.toFixed(1)} ms after SIGKILL (found by the pid in its name)`);
+});
+
+test('a sender that exits cleanly with a message nobody takes: the name goes once no user is left', async (t) => {
+  const d = newDir();
+  const a = await holder({ env: env(d) });
+  const [name] = (await ask(a, { cmd: 'create', count: 1, size: 16 })).names;
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  await ask(a, { cmd: 'export' });
+  await ask(a, { cmd: 'release' });
+  const t0 = performance.now();
+  a.send({ cmd: 'exit' });
+  await a.exited;
+  assert.ok(exists(name));
+  await waitFor(() => !exists(name));
+  t.diagnostic(`removed ${(performance.now() - t0).toFixed(1)} ms after a clean exit (grace 2000 ms)`);
+});
+
+test('names left by a process killed while no manager ran are swept when one starts', async (t) => {
+  const bad = newDir();
+  chmodSync(bad, 0o755); // unusable: this holder runs without a manager
+  const a = await holder({ env: env(bad) });
+  const [name] = (await ask(a, { cmd: 'create', count: 1, size: 16 })).names;
+  a.child.kill('SIGKILL');
+  await a.exited;
+  assert.ok(exists(name), 'nobody removed it');
+  const d = newDir();
+  const b = await holder({ env: env(d) });
+  await ask(b, { cmd: 'create', count: 1, size: 16 });
+  managers.add((await ask(b, { cmd: 'ready' })).manager);
+  const ms = await waitFor(() => !exists(name));
+  t.diagnostic(`swept ${ms.toFixed(1)} ms after the new manager answered`);
+  b.send({ cmd: 'exit' });
+  await b.exited;
+});
+
 test('a manager killed is started again; clients register again with it', async (t) => {
   const a = await holder();
   const { names } = await ask(a, { cmd: 'create', count: 2, size: 4096 });

@@ -33,6 +33,8 @@ const START_TIMEOUT_MS = 5000;
 const RETRY_AFTER_MS = 10_000;
 /** A manager that exits at once (it lost the start race to one that was shutting down) is started again, this often at most. */
 const MAX_SPAWNS = 5;
+/** Connections in a row that a manager closed before welcoming us: then something is wrong with it. */
+const MAX_REFUSALS = 3;
 
 type State = 'off' | 'connecting' | 'connected' | 'unavailable';
 
@@ -61,6 +63,7 @@ export class ManagerClient {
   #readyWaiters: { resolve: (pid: number) => void; reject: (e: Error) => void }[] = [];
   #syncId = 0;
   #sent = 0;
+  #refusals = 0;
   #syncs = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
   readonly #rbuf = new Uint8Array(MAX_DATAGRAM);
   readonly #rfds = new Int32Array(8);
@@ -298,6 +301,7 @@ export class ManagerClient {
       const msg = decodeManager(this.#rbuf.subarray(0, n));
       if (msg?.t === 'welcome') {
         this.#managerPid = msg.pid;
+        this.#refusals = 0;
         for (const w of this.#readyWaiters.splice(0)) w.resolve(msg.pid);
       } else if (msg?.t === 'synced') {
         this.#syncs.get(msg.id)?.resolve();
@@ -310,11 +314,17 @@ export class ManagerClient {
 
   /** The manager went away (killed, or exited while idle): reconnect, starting a new one. */
   #lost(): void {
+    const welcomed = this.#managerPid !== null;
     this.#disconnect();
     this.#state = 'off';
     const err = new Error('the file_system manager went away');
     for (const s of this.#syncs.values()) s.reject(err);
     this.#syncs.clear();
+    if (!welcomed && ++this.#refusals >= MAX_REFUSALS) {
+      this.#refusals = 0;
+      this.#giveUp(`the manager on ${socketPath(managerDir())} closes every connection before answering`);
+      return;
+    }
     // What this process maps is sent again, in full, to the next manager.
     if (this.#mapped.size > 0 || this.#readyWaiters.length > 0) this.#start();
   }

@@ -2,6 +2,7 @@
 // no other user can even reach the socket; the manager checks each peer's uid as well.
 import { lstatSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { PROTOCOL_VERSION } from './protocol.js';
 
 /** `TENSORPROC_MANAGER_DIR` (tests use their own), else $XDG_RUNTIME_DIR/tensorproc, else /tmp/tensorproc-<uid>. */
 export const DIR_ENV = 'TENSORPROC_MANAGER_DIR';
@@ -14,8 +15,10 @@ export function managerDir(): string {
   return `/tmp/tensorproc-${process.getuid!()}`;
 }
 
-export const socketPath = (dir: string): string => join(dir, 'manager.sock');
-export const lockPath = (dir: string): string => join(dir, 'manager.lock');
+// Named by protocol version: tensorproc releases that speak different protocols run
+// managers side by side instead of refusing each other's clients.
+export const socketPath = (dir: string): string => join(dir, `manager-v${PROTOCOL_VERSION}.sock`);
+export const lockPath = (dir: string): string => join(dir, `manager-v${PROTOCOL_VERSION}.lock`);
 
 /**
  * Creates the directory if needed and checks it is safe: a real directory (not a link),

@@ -267,6 +267,7 @@ export class Registry {
       if (st.graceTimer !== null) clearTimeout(st.graceTimer);
       st.graceTimer = null;
       st.orphanSince = null;
+      st.crashed = false; // how the *last* holders leave decides (the rules below)
       for (const pid of live) {
         const proc = this.#watch(pid);
         if (proc === null) continue;
