@@ -301,6 +301,8 @@ test('without a usable manager directory: a coded warning, and segments still wo
 });
 
 test('registration is per mapping, not per message', async () => {
+  // A directory of its own: no manager runs there yet, so ready() waits for one to start.
+  process.env.TENSORPROC_MANAGER_DIR = newDir();
   mp.setSharingStrategy('file_system');
   const t = mp.empty([64], { shared: true }).fill(7);
   try {
@@ -320,6 +322,7 @@ test('registration is per mapping, not per message', async () => {
     t.release();
     mp.emptyCache();
     mp.setSharingStrategy('file_descriptor');
+    process.env.TENSORPROC_MANAGER_DIR = dir;
   }
   assert.equal(managerClient.state, 'off', 'nothing mapped: the connection is closed');
 });

@@ -38,13 +38,7 @@ const MAX_REFUSALS = 3;
 
 type State = 'off' | 'connecting' | 'connected' | 'unavailable';
 
-/** A timer that keeps the process alive only if `keepAlive` (someone awaits ready()). */
-function sleep(ms: number, keepAlive: boolean): Promise<void> {
-  return new Promise<void>((r) => {
-    const t = setTimeout(r, ms);
-    if (!keepAlive) t.unref();
-  });
-}
+
 
 export class ManagerClient {
   /** Names this process (this thread) maps, with how many mappings of each. */
@@ -64,6 +58,8 @@ export class ManagerClient {
   #syncId = 0;
   #sent = 0;
   #refusals = 0;
+  /** The pause between two connection attempts. */
+  #retryTimer: NodeJS.Timeout | null = null;
   #syncs = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
   readonly #rbuf = new Uint8Array(MAX_DATAGRAM);
   readonly #rfds = new Int32Array(8);
@@ -109,7 +105,9 @@ export class ManagerClient {
   ready(): Promise<number> {
     if (this.#state === 'connected' && this.#managerPid !== null) return Promise.resolve(this.#managerPid);
     const p = new Promise<number>((resolve, reject) => this.#readyWaiters.push({ resolve, reject }));
-    if (this.#state !== 'connecting') this.#start();
+    // Connected but not yet welcomed: the welcome is on its way.
+    if (this.#state === 'off' || this.#state === 'unavailable') this.#start();
+    this.#holdLoop();
     return p;
   }
 
@@ -127,8 +125,14 @@ export class ManagerClient {
   // The connection must never keep this process alive, except while someone awaits an
   // answer from the manager (ready(), sync()).
   #holdLoop(): void {
-    if (this.#readyWaiters.length > 0 || this.#syncs.size > 0) this.#poll?.ref();
-    else this.#poll?.unref();
+    const hold = this.#readyWaiters.length > 0 || this.#syncs.size > 0;
+    if (hold) {
+      this.#poll?.ref();
+      this.#retryTimer?.ref();
+    } else {
+      this.#poll?.unref();
+      this.#retryTimer?.unref();
+    }
   }
 
   /** Nothing mapped and nobody waiting: say goodbye and close, now (synchronously). */
@@ -217,7 +221,11 @@ export class ManagerClient {
         this.#giveUp(`no manager answered on ${path} within ${START_TIMEOUT_MS / 1000} s`);
         return;
       }
-      await sleep(delay, this.#readyWaiters.length > 0);
+      await new Promise<void>((resolve) => {
+        this.#retryTimer = setTimeout(resolve, delay);
+        this.#holdLoop();
+      });
+      this.#retryTimer = null;
       delay = Math.min(delay * 2, 50);
     }
     this.#fd = fd;
