@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+// The tensorproc command line: `npx tensorproc <command>`.
+import { doctor } from './doctor.js';
+import { cleanSegments, listSegments } from './shm.js';
+
+const USAGE = `usage: tensorproc <command>
+
+  doctor          what this machine allows: strategies, /dev/shm, memory, open-file limit, addon
+  shm ls          this user's named segments in /dev/shm, their holders, and which are orphaned
+  shm clean       remove the orphaned ones (every holder dead); --all removes every one of yours
+`;
+
+function main(argv: string[]): number {
+  const [cmd, sub, ...rest] = argv;
+  if (cmd === 'doctor') {
+    const checks = doctor();
+    for (const c of checks) console.log(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(26)} ${c.detail}`);
+    return checks.every((c) => c.ok) ? 0 : 1;
+  }
+  if (cmd === 'shm' && sub === 'ls') {
+    const segs = listSegments();
+    if (segs.length === 0) console.log('no tensorproc segments in /dev/shm');
+    for (const s of segs) {
+      const hs = s.holders.map((h) => `${h.pid}${h.alive ? '' : ' (dead)'}×${h.count}`).join(', ') || 'none';
+      console.log(`${s.name}  ${s.bytes} B  creator ${s.creatorPid}  refs ${s.refs ?? '?'}  holders ${hs}${s.orphaned ? '  ORPHANED' : ''}`);
+    }
+    return 0;
+  }
+  if (cmd === 'shm' && sub === 'clean') {
+    const removed = cleanSegments(rest.includes('--all'));
+    console.log(removed.length ? `removed ${removed.length}: ${removed.join(' ')}` : 'nothing to remove');
+    return 0;
+  }
+  process.stderr.write(USAGE);
+  return cmd === undefined || cmd === 'help' || cmd === '--help' ? 0 : 2;
+}
+
+process.exitCode = main(process.argv.slice(2));

@@ -1,0 +1,50 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import * as mp from '../../src/index.js';
+import { addon } from '../../src/native/index.js';
+import type { Lease } from '../../src/sharing/index.js';
+import { checkLeaks } from '../helpers/leaks.js';
+
+checkLeaks();
+const cli = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+const run = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
+
+test('doctor reports every check', () => {
+  const r = run('doctor');
+  for (const name of ['addon', 'file_descriptor strategy', 'file_system strategy', '/dev/shm', 'open-file limit']) {
+    assert.match(r.stdout, new RegExp(`${name.replace('/', '\\/')}`));
+  }
+  assert.ok(r.status === 0 || /FAIL/.test(r.stdout), r.stdout + r.stderr);
+});
+
+test('shm ls shows segments; shm clean removes only those whose users are all dead', () => {
+  // An orphan: named for a pid that cannot exist, as a killed process would leave it.
+  const orphan = `/tensorproc_2147483647_${'0'.repeat(16)}`;
+  addon.close(addon.shmCreate(orphan, 8192));
+  mp.setSharingStrategy('file_system');
+  const live = mp.empty([16], { shared: true });
+  const liveName = (live.storage.backing as Lease).segment.name!;
+  try {
+    const ls = run('shm', 'ls').stdout;
+    assert.match(ls, new RegExp(`${orphan.slice(1)} .*ORPHANED`));
+    assert.match(ls, new RegExp(liveName.slice(1)));
+    assert.doesNotMatch(ls.split('\n').find((l) => l.includes(liveName.slice(1)))!, /ORPHANED/);
+    assert.match(run('shm', 'clean').stdout, new RegExp(`removed .*${orphan.slice(1)}`));
+    assert.equal(existsSync(`/dev/shm${orphan}`), false);
+    assert.equal(existsSync(`/dev/shm${liveName}`), true, 'a live process keeps its segment');
+  } finally {
+    if (existsSync(`/dev/shm${orphan}`)) addon.shmUnlink(orphan);
+    live.release();
+    mp.emptyCache();
+    mp.setSharingStrategy('file_descriptor');
+  }
+});
+
+test('unknown commands print the usage and fail', () => {
+  const r = run('frobnicate');
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /usage: tensorproc/);
+});
