@@ -6,6 +6,7 @@
 #include "common.h"
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -119,6 +120,18 @@ Napi::Value TryLock(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// raiseFileLimit() -> the open-file soft limit after raising it to the hard limit. The
+// manager needs a descriptor per client, and inherits the limit of whoever started it.
+Napi::Value RaiseFileLimit(const Napi::CallbackInfo& info) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) { ThrowErrno(info.Env(), errno, "getrlimit"); return info.Env().Undefined(); }
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return Napi::Number::New(info.Env(), static_cast<double>(rl.rlim_cur));
+}
+
 }  // namespace
 
 void InitPeer(Napi::Env env, Napi::Object exports) {
@@ -128,6 +141,7 @@ void InitPeer(Napi::Env env, Napi::Object exports) {
   exports.Set("peerCredentials", Napi::Function::New(env, PeerCredentials));
   exports.Set("pidfdOpen", Napi::Function::New(env, PidfdOpen));
   exports.Set("tryLock", Napi::Function::New(env, TryLock));
+  exports.Set("raiseFileLimit", Napi::Function::New(env, RaiseFileLimit));
 }
 
 }  // namespace tp

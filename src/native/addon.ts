@@ -64,6 +64,8 @@ export interface Addon {
   pidfdOpen(pid: number): number;
   /** Takes an exclusive flock on `fd` without waiting: false if another process holds it. */
   tryLock(fd: number): boolean;
+  /** Raises the open-file soft limit to the hard limit; returns the soft limit now. */
+  raiseFileLimit(): number;
 }
 
 export type FutexResult = 'ok' | 'timed-out' | 'not-equal';

@@ -15,8 +15,8 @@ const POLL_PIDS_MS = 50;
 interface Proc {
   readonly pid: number;
   /** A pidfd that polls readable when the process exits, or -1 (polled instead). */
-  readonly pidfd: number;
-  readonly poll: NativePoll | null;
+  pidfd: number;
+  poll: NativePoll | null;
   /** Names it registered, or that its slot holds. */
   readonly names: Set<string>;
   conns: number;
@@ -38,14 +38,25 @@ interface NameState {
 
 /** Is `pid` a running process? A zombie is not: it holds nothing any more. */
 export function isAlive(pid: number): boolean {
+  if (!(pid > 0)) return false;
+  try {
+    process.kill(pid, 0); // needs no descriptor, unlike /proc
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ESRCH') return false;
+  }
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
     return state !== 'Z' && state !== 'X' && state !== 'x';
-  } catch {
-    return false;
+  } catch (e) {
+    // Gone since, or no descriptor left to look (EMFILE): it existed a moment ago.
+    return (e as { code?: string }).code !== 'ENOENT' && (e as { code?: string }).code !== 'ESRCH';
   }
 }
+
+/** Errors that say "try again later" rather than anything about the segment. */
+const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'EINTR']);
+const RETRY_MS = 100;
 
 export class Registry {
   readonly #procs = new Map<number, Proc>();
@@ -159,6 +170,18 @@ export class Registry {
     return proc;
   }
 
+  /** Out of descriptors: follow every process by polling instead, freeing its pidfd. */
+  shedPidfds(): void {
+    for (const proc of this.#procs.values()) {
+      if (proc.pidfd < 0) continue;
+      proc.poll?.close();
+      addon.close(proc.pidfd);
+      proc.pidfd = -1;
+      proc.poll = null;
+    }
+    this.#pidTimer ??= setInterval(() => this.#pollPids(), POLL_PIDS_MS);
+  }
+
   #pollPids(): void {
     let polled = 0;
     for (const proc of [...this.#procs.values()]) {
@@ -224,7 +247,8 @@ export class Registry {
     let fd: number;
     try {
       fd = addon.shmOpen(name);
-    } catch {
+    } catch (e) {
+      if (TRANSIENT.has((e as { code?: string }).code ?? '')) return this.#retry(name, graceOver);
       return this.#forget(name); // gone already (its last holder removed it), or not ours
     }
     let total = 0;
@@ -251,6 +275,7 @@ export class Registry {
       }
     } catch (e) {
       this.#log(`cannot read ${name}: ${(e as Error).message}`);
+      if (TRANSIENT.has((e as { code?: string }).code ?? '')) return this.#retry(name, graceOver);
       return this.#forget(name);
     } finally {
       addon.close(fd);
@@ -300,6 +325,16 @@ export class Registry {
     }
     if (this.#liveUsers() === 0) return this.#unlink(name, `${total} reference(s) in flight and no process left to take them`);
     // Kept while a user lives (it may still receive the message); judged again at each death.
+  }
+
+  #retry(name: string, graceOver: boolean): void {
+    const st = this.#state(name);
+    if (st.graceTimer !== null) clearTimeout(st.graceTimer);
+    st.graceTimer = setTimeout(() => {
+      st.graceTimer = null;
+      this.#evaluate(name, graceOver);
+      this.#changed();
+    }, RETRY_MS);
   }
 
   #unlink(name: string, why: string): void {

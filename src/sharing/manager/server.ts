@@ -51,6 +51,7 @@ import { Registry } from './registry.js';
 
 const IDLE_MS = Number(process.env.TENSORPROC_MANAGER_IDLE_MS) >= 0 ? Number(process.env.TENSORPROC_MANAGER_IDLE_MS) : 10_000;
 const LOG = process.env.TENSORPROC_MANAGER_LOG;
+const ACCEPT_PAUSE_MS = 100;
 
 interface Conn {
   readonly fd: number;
@@ -86,6 +87,7 @@ class Manager {
 
   /** False when another manager already runs for this directory. */
   start(): boolean {
+    addon.raiseFileLimit();
     // Held until this process dies (the descriptor is never closed): the kernel drops it then.
     const lockFd = openSync(lockPath(this.#dir), 'w', 0o600);
     if (!addon.tryLock(lockFd)) return false;
@@ -112,7 +114,13 @@ class Manager {
       try {
         fd = addon.accept(this.#listenFd);
       } catch (e) {
+        // Out of descriptors (a manager started by a process under a low `ulimit -n`
+        // inherits it): the socket would poll readable forever. Pause; clients wait in the
+        // backlog, and users are then followed by polling instead of pidfds.
         log(`accept: ${(e as Error).message}`);
+        this.#registry.shedPidfds();
+        this.#listenPoll?.stop();
+        setTimeout(() => this.#listenPoll?.start(POLL_READABLE), ACCEPT_PAUSE_MS);
         return accepted;
       }
       if (fd === EAGAIN) return accepted;
