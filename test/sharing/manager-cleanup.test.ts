@@ -1,0 +1,144 @@
+// The file_system manager removes the names of segments whose users all died, SIGKILL
+// included (NOTE [The file_system manager]); live holders keep them; references in flight
+// get their grace. Real processes; the latency until a name is gone is reported, not asserted.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync } from 'node:fs';
+import { checkLeaks } from '../helpers/leaks.js';
+import { ask, env, exists, holder, killAndWait, managers, newDir, waitFor } from './fixtures/manager-harness.js';
+
+checkLeaks();
+
+test('SIGKILL a process holding file_system segments: its names are removed', async (t) => {
+  const a = holder();
+  const { names } = await ask(a, { cmd: 'create', count: 3, size: 256 * 1024 });
+  const big = await ask(a, { cmd: 'create', count: 1, size: 16 });
+  names.push(...big.names);
+  const { manager } = await ask(a, { cmd: 'ready' });
+  managers.add(manager);
+  assert.ok(names.every(exists));
+  const ms = await killAndWait(a, names);
+  t.diagnostic(`names removed ${ms.toFixed(1)} ms after SIGKILL`);
+  assert.ok(names.every((n: string) => !exists(n)));
+});
+
+test('a live holder keeps a name while its creator is SIGKILLed; it goes with the last holder', async (t) => {
+  const a = holder();
+  const b = holder();
+  const [name] = (await ask(a, { cmd: 'create', count: 1, size: 1024 })).names;
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  const { handle } = await ask(a, { cmd: 'export' });
+  const opened = await ask(b, { cmd: 'open', handle });
+  assert.equal(opened.first, 1);
+  assert.equal(opened.refcount, 2, 'creator + receiver');
+  await ask(b, { cmd: 'ready' });
+  a.child.kill('SIGKILL');
+  await a.exited;
+  // Two round trips through the manager after the death: its pidfd event, ready before the
+  // first, has been handled before the second is answered.
+  await ask(b, { cmd: 'sync' });
+  await ask(b, { cmd: 'sync' });
+  assert.ok(exists(name), 'the receiver still holds it');
+  assert.equal((await ask(b, { cmd: 'refcount' })).refcount, 1, "the creator's hold was taken back");
+  const ms = await killAndWait(b, [name]);
+  t.diagnostic(`name removed ${ms.toFixed(1)} ms after the last holder's SIGKILL`);
+});
+
+test('a message in flight from a SIGKILLed sender: taken within the grace it lives on, else it goes', async (t) => {
+  const a = holder();
+  const b = holder();
+  const { names } = await ask(a, { cmd: 'create', count: 2, size: 1024 });
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  const taken = (await ask(a, { cmd: 'export', index: 0 })).handle;
+  await ask(a, { cmd: 'export', index: 1 }); // never received
+  const t0 = performance.now();
+  a.child.kill('SIGKILL');
+  await a.exited;
+  const opened = await ask(b, { cmd: 'open', handle: taken });
+  assert.equal(opened.first, 1, 'the receiver got the data of a dead sender');
+  await ask(b, { cmd: 'sync' });
+  await waitFor(() => !exists(names[1]));
+  t.diagnostic(`unreceived message's segment removed ${(performance.now() - t0).toFixed(1)} ms after SIGKILL (grace 1000 ms)`);
+  assert.ok(exists(names[0]), 'the received one stays while held');
+  await ask(b, { cmd: 'release' });
+  assert.ok(!exists(names[0]), 'its last holder removed it');
+  await ask(b, { cmd: 'exit' }).catch(() => {});
+  await b.exited;
+});
+
+test('a sender that exits cleanly leaves its message receivable', async () => {
+  const a = holder();
+  const b = holder();
+  const [name] = (await ask(a, { cmd: 'create', count: 1, size: 1024 })).names;
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  const { handle } = await ask(a, { cmd: 'export' });
+  await ask(a, { cmd: 'release' });
+  a.send({ cmd: 'exit' });
+  const { code } = await a.exited;
+  assert.equal(code, 0);
+  assert.ok(exists(name), 'the message in flight keeps it');
+  const opened = await ask(b, { cmd: 'open', handle });
+  assert.equal(opened.first, 1);
+  assert.equal(opened.refcount, 1);
+  await ask(b, { cmd: 'release' });
+  assert.ok(!exists(name));
+  b.send({ cmd: 'exit' });
+  await b.exited;
+});
+
+test('a process killed before its registration went out: the names it created go all the same', async (t) => {
+  const a = holder();
+  await ask(a, { cmd: 'create', count: 1, size: 16 });
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  const { names } = await ask(a, { cmd: 'createAndSpin', size: 16 });
+  assert.ok(exists(names[0]));
+  const ms = await killAndWait(a, names);
+  t.diagnostic(`unregistered name removed ${ms.toFixed(1)} ms after SIGKILL (found by the pid in its name)`);
+});
+
+test('a sender that exits cleanly with a message nobody takes: the name goes once no user is left', async (t) => {
+  const d = newDir();
+  const a = holder({ env: env(d) });
+  const [name] = (await ask(a, { cmd: 'create', count: 1, size: 16 })).names;
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  await ask(a, { cmd: 'export' });
+  await ask(a, { cmd: 'release' });
+  const t0 = performance.now();
+  a.send({ cmd: 'exit' });
+  await a.exited;
+  assert.ok(exists(name));
+  await waitFor(() => !exists(name));
+  t.diagnostic(`removed ${(performance.now() - t0).toFixed(1)} ms after a clean exit (grace 2000 ms)`);
+});
+
+test('names left by a process killed while no manager ran are swept when one starts', async (t) => {
+  const bad = newDir();
+  chmodSync(bad, 0o755); // unusable: this holder runs without a manager
+  const a = holder({ env: env(bad) });
+  const [name] = (await ask(a, { cmd: 'create', count: 1, size: 16 })).names;
+  a.child.kill('SIGKILL');
+  await a.exited;
+  assert.ok(exists(name), 'nobody removed it');
+  const d = newDir();
+  const b = holder({ env: env(d) });
+  await ask(b, { cmd: 'create', count: 1, size: 16 });
+  managers.add((await ask(b, { cmd: 'ready' })).manager);
+  const ms = await waitFor(() => !exists(name));
+  t.diagnostic(`swept ${ms.toFixed(1)} ms after the new manager answered`);
+  b.send({ cmd: 'exit' });
+  await b.exited;
+});
+
+test('segments held by worker threads: a thread that ends leaves the others; the death of the process takes all', async (t) => {
+  const a = holder();
+  const [mine] = (await ask(a, { cmd: 'create', count: 1, size: 16 })).names;
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  const first = (await ask(a, { cmd: 'thread' })).name;
+  await ask(a, { cmd: 'terminateThreads' });
+  const second = (await ask(a, { cmd: 'thread' })).name;
+  await ask(a, { cmd: 'sync' });
+  await ask(a, { cmd: 'sync' });
+  assert.ok(exists(mine) && exists(second), 'the process and its live thread still hold theirs');
+  const ms = await killAndWait(a, [mine, first, second]);
+  t.diagnostic(`process with threads: names removed ${ms.toFixed(1)} ms after SIGKILL`);
+});
