@@ -114,6 +114,19 @@ test('without a usable manager directory: a coded warning, and segments still wo
   assert.ok(!exists(name), 'a clean exit removes it without the manager');
 });
 
+test('TENSORPROC_MANAGER=0: no manager, no warning, segments work', async () => {
+  const d = newDir();
+  const a = holder({ env: { ...env(d), TENSORPROC_MANAGER: '0' } });
+  const [name] = (await ask(a, { cmd: 'create', count: 1, size: 16 })).names;
+  const s = await ask(a, { cmd: 'state' });
+  assert.equal(s.state, 'unavailable');
+  assert.deepEqual(s.warnings, []);
+  assert.ok(!existsSync(socketPath(d)), 'no manager was started');
+  a.send({ cmd: 'exit' });
+  await a.exited;
+  assert.ok(!exists(name));
+});
+
 test('registration is per mapping, not per message', async () => {
   // A directory of its own: no manager runs there yet, so ready() waits for one to start.
   process.env.TENSORPROC_MANAGER_DIR = newDir();

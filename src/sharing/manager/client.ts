@@ -27,6 +27,9 @@ import {
   type ClientMessage,
 } from './protocol.js';
 
+/** `TENSORPROC_MANAGER=0`: never start or reach a manager (no cleanup after crashes, no warning). */
+export const MANAGER_ENV = 'TENSORPROC_MANAGER';
+
 /** How long a start may take before we give up and warn. */
 const START_TIMEOUT_MS = 5000;
 /** After giving up, a later segment tries again after this long. */
@@ -168,6 +171,10 @@ export class ManagerClient {
   }
 
   #start(): void {
+    if (process.env[MANAGER_ENV] === '0') {
+      this.#giveUp(`${MANAGER_ENV}=0 turns it off`, false);
+      return;
+    }
     this.#state = 'connecting';
     if (!this.#exitHooked) {
       this.#exitHooked = true;
@@ -337,7 +344,7 @@ export class ManagerClient {
     if (this.#mapped.size > 0 || this.#readyWaiters.length > 0) this.#start();
   }
 
-  #giveUp(reason: string): void {
+  #giveUp(reason: string, warn = true): void {
     this.#state = 'unavailable';
     this.#gaveUpAt = Date.now();
     const err = new ManagerUnavailableError(
@@ -345,7 +352,7 @@ export class ManagerClient {
         'but those held by a process that gets killed will stay in /dev/shm (remove them with `npx tensorproc shm clean`).',
     );
     for (const w of this.#readyWaiters.splice(0)) w.reject(err);
-    if (!this.#warned) {
+    if (warn && !this.#warned) {
       this.#warned = true;
       process.emitWarning(err);
     }

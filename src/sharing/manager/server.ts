@@ -42,7 +42,9 @@
 //    is followed by its pidfd until it dies, connected or not: a client's connection is
 //    open only while it maps named segments.)
 //  - If it cannot be started, clients warn once (ERR_TP_MANAGER_UNAVAILABLE) and go on:
-//    segments work, only cleanup after crashes is lost.
+//    segments work, only cleanup after crashes is lost. TENSORPROC_MANAGER=0 turns it off
+//    (no warning); TENSORPROC_MANAGER_DIR picks the directory (tests use their own);
+//    TENSORPROC_MANAGER_LOG names a file it appends what it removes, and why, to.
 import { appendFileSync, chmodSync, openSync, unlinkSync } from 'node:fs';
 import { addon, EAGAIN, POLL_READABLE, type NativePoll } from '../../native/index.js';
 import { checkDir, lockPath, managerDir, socketPath } from './dir.js';
