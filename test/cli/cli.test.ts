@@ -21,6 +21,8 @@ test('doctor reports every check', () => {
 });
 
 test('shm ls shows segments; shm clean removes only those whose users are all dead', () => {
+  // A manager starting now would sweep the fake orphan away before `shm ls` sees it.
+  process.env.TENSORPROC_MANAGER = '0';
   // An orphan: named for a pid that cannot exist, as a killed process would leave it.
   const orphan = `/tensorproc_2147483647_${'0'.repeat(16)}`;
   addon.close(addon.shmCreate(orphan, 8192));
@@ -40,6 +42,7 @@ test('shm ls shows segments; shm clean removes only those whose users are all de
     live.release();
     mp.emptyCache();
     mp.setSharingStrategy('file_descriptor');
+    delete process.env.TENSORPROC_MANAGER;
   }
 });
 
