@@ -9,7 +9,8 @@
       "native/futex.cc",
       "native/channel.cc",
       "native/process.cc",
-      "native/peer.cc"
+      "native/peer.cc",
+      "native/transport.cc"
     ],
     "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
     "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "_GNU_SOURCE"],

@@ -7,6 +7,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tp::InitChannel(env, exports);
   tp::InitProcess(env, exports);
   tp::InitPeer(env, exports);
+  tp::InitTransport(env, exports);
   return exports;
 }
 

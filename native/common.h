@@ -38,5 +38,6 @@ void InitFutex(Napi::Env env, Napi::Object exports);
 void InitChannel(Napi::Env env, Napi::Object exports);
 void InitProcess(Napi::Env env, Napi::Object exports);
 void InitPeer(Napi::Env env, Napi::Object exports);
+void InitTransport(Napi::Env env, Napi::Object exports);
 
 }  // namespace tp

@@ -149,6 +149,38 @@ export class NotTransferableError extends TypeError {
   }
 }
 
+// --- queues and transport ----------------------------------------------------------------
+/** `get({timeout})` found nothing within the timeout (torch's queue.Empty). */
+export class QueueEmptyError extends Error {
+  readonly code = 'ERR_TP_QUEUE_EMPTY';
+  override name = 'QueueEmptyError';
+}
+/** `put(obj, {timeout})` found the queue full for the whole timeout (torch's queue.Full). */
+export class QueueFullError extends Error {
+  readonly code = 'ERR_TP_QUEUE_FULL';
+  override name = 'QueueFullError';
+}
+/** The queue, pipe end or event was closed in this process (close()); it cannot be used any more here. */
+export class QueueClosedError extends Error {
+  readonly code = 'ERR_TP_QUEUE_CLOSED';
+  override name = 'QueueClosedError';
+}
+/** The other end of a pipe (or every receiving end of a queue) was closed in every process: nothing more can arrive or be delivered. */
+export class PipeClosedError extends Error {
+  readonly code = 'ERR_TP_PIPE_CLOSED';
+  override name = 'PipeClosedError';
+}
+/** A received message is not a well-formed tensorproc frame (corrupt, truncated, or from another program). */
+export class FrameDecodeError extends Error {
+  readonly code = 'ERR_TP_BAD_FRAME';
+  override name = 'FrameDecodeError';
+}
+/** One message would carry more descriptors than a socket message can (253). */
+export class TooManyDescriptorsError extends RangeError {
+  readonly code = 'ERR_TP_TOO_MANY_DESCRIPTORS';
+  override name = 'TooManyDescriptorsError';
+}
+
 // --- file_system manager ---------------------------------------------------------------
 /**
  * The file_system manager (NOTE [The file_system manager]) could not be reached or started.

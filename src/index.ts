@@ -5,3 +5,4 @@ export type { DType, Scalar, TypedArray, TensorOptions, FromDataOptions } from '
 export { getAllSharingStrategies, getSharingStrategy, setSharingStrategy, emptyCache } from './sharing/index.js';
 export type { SharingStrategy } from './sharing/index.js';
 export * from './process/index.js';
+export * from './queue/index.js';

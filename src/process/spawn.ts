@@ -75,7 +75,7 @@ function createContext(target: Target, options: StartProcessesOptions): ProcessC
     throw new InvalidArgumentError(`startMethod must be 'spawn' or 'thread' (got ${String(startMethod)}).`);
   }
   if (!Array.isArray(args)) throw new InvalidArgumentError('args must be an array: fn is called as fn(i, ...args).');
-  const encoded = encodeArgs(args);
+  const encoded = encodeArgs(args, nprocs);
   const children: ChildHandle[] = [];
   const context = new ProcessContext(children, daemon);
   context.setStarted(launch(target, context, children, { nprocs, daemon, startMethod, encoded }));

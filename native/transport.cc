@@ -1,0 +1,57 @@
+// Primitives for src/transport: a placeholder object that V8's serializer treats as a host
+// object, and a readiness check that does not wait. Framing and policy are in TypeScript.
+#include "common.h"
+#include <poll.h>
+#include <cerrno>
+
+namespace tp {
+namespace {
+
+// NOTE [Host-object markers] (see src/transport/serializer.ts)
+// v8.Serializer hands an object to `_writeHostObject` only when it is an API object (made
+// from a FunctionTemplate); class instances such as Tensor are written as plain objects,
+// their class and private fields lost. A Marker is the cheapest API object there is: the
+// transport puts one in place of each tensor, queue or event it sends, and writes the
+// object's index in the message's table where the Marker is met.
+// Node-API classes (napi_define_class) do not qualify: their instances have no internal
+// fields, so V8 makes them ordinary objects. This is a V8 FunctionTemplate whose instances
+// have one internal field (see NOTE [Node-API and the V8 API] in common.h).
+Napi::Value MarkerClass(Napi::Env env) {
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  v8::EscapableHandleScope scope(isolate);
+  v8::Local<v8::FunctionTemplate> tpl = v8::FunctionTemplate::New(isolate);
+  tpl->SetClassName(v8::String::NewFromUtf8Literal(isolate, "Marker"));
+  tpl->InstanceTemplate()->SetInternalFieldCount(1);
+  v8::Local<v8::Function> fn = tpl->GetFunction(isolate->GetCurrentContext()).ToLocalChecked();
+  return Napi::Value(env, FromV8(scope.Escape(fn)));
+}
+
+// pollNow(fd, events) -> revents, without waiting. events and revents: 1 readable,
+// 2 writable, 4 hang-up/error (as Poll's callback).
+Napi::Value PollNow(const Napi::CallbackInfo& info) {
+  int64_t fd, events;
+  if (!ArgInt(info, 0, &fd) || !ArgInt(info, 1, &events)) return info.Env().Undefined();
+  struct pollfd p = {static_cast<int>(fd), 0, 0};
+  if (events & 1) p.events |= POLLIN;
+  if (events & 2) p.events |= POLLOUT;
+  int r;
+  do { r = poll(&p, 1, 0); } while (r < 0 && errno == EINTR);
+  if (r < 0) {
+    ThrowErrno(info.Env(), errno, "poll");
+    return info.Env().Undefined();
+  }
+  int out = 0;
+  if (p.revents & POLLIN) out |= 1;
+  if (p.revents & POLLOUT) out |= 2;
+  if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) out |= 4;
+  return Napi::Number::New(info.Env(), out);
+}
+
+}  // namespace
+
+void InitTransport(Napi::Env env, Napi::Object exports) {
+  exports.Set("Marker", MarkerClass(env));
+  exports.Set("pollNow", Napi::Function::New(env, PollNow));
+}
+
+}  // namespace tp

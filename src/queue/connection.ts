@@ -1,0 +1,121 @@
+// Pipe(): torch.multiprocessing.Pipe, two connected ends. Each end is one descriptor of a
+// SEQPACKET socketpair, used both ways (NOTE [Frames] for what travels). Meant, as in torch,
+// for one process at each end at a time; several readers of one end would each take whole
+// messages, never parts.
+import { addon, systemError } from '../native/index.js';
+import { InvalidArgumentError, PipeClosedError } from '../errors.js';
+import { Endpoint, checkTimeout, encodeMessage, registerReduction } from '../transport/index.js';
+import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
+
+const READABLE = 1;
+const WRITABLE = 2;
+
+let adopting: { endpoint: Endpoint; mode: number } | null = null;
+
+export class Connection<T = unknown> {
+  readonly #endpoint: Endpoint;
+  readonly #mode: number;
+
+  /** Made by Pipe() (or when an end arrives in a message); not constructed directly. */
+  constructor() {
+    if (adopting === null) throw new InvalidArgumentError('Connections are made by mp.Pipe(), not with new.');
+    this.#endpoint = adopting.endpoint;
+    this.#mode = adopting.mode;
+    adopting = null;
+    track(this, this.#endpoint);
+    remember(identityKey(this.#endpoint.recvFd), this);
+  }
+
+  /** @internal */
+  static adopt(fd: number, mode: number): Connection {
+    adopting = { endpoint: new Endpoint(fd, fd, { what: 'pipe end' }), mode };
+    return new Connection();
+  }
+
+  get readable(): boolean {
+    return (this.#mode & READABLE) !== 0;
+  }
+  get writable(): boolean {
+    return (this.#mode & WRITABLE) !== 0;
+  }
+
+  /** Sends `obj` to the other end; resolves once it is on its way. */
+  send(obj: T): Promise<void> {
+    try {
+      if (!this.writable) throw new InvalidArgumentError('This end of a one-way Pipe only receives: send on the other end.');
+      if (this.#endpoint.closed) throw this.#endpoint.closedError();
+      const frame = encodeMessage(obj);
+      try {
+        this.#endpoint.send(frame);
+      } catch (e) {
+        frame.abandon();
+        throw e;
+      }
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return Promise.resolve();
+  }
+
+  /** The next message from the other end; PipeClosedError once the other end is closed everywhere. */
+  recv(): Promise<T> {
+    if (!this.readable) return Promise.reject(new InvalidArgumentError('This end of a one-way Pipe only sends: recv on the other end.'));
+    return this.#endpoint.receive(null, () => new PipeClosedError('unreachable')) as Promise<T>;
+  }
+
+  /** Whether a message can be received now, waiting up to `timeout` ms (default 0; null: forever). */
+  poll(timeout: number | null = 0): Promise<boolean> {
+    try {
+      if (!this.readable) throw new InvalidArgumentError('This end of a one-way Pipe only sends: poll the other end.');
+      return this.#endpoint.whenReady(checkTimeout(timeout));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  close(): void {
+    untrack(this.#endpoint);
+    this.#endpoint.close();
+  }
+
+  get closed(): boolean {
+    return this.#endpoint.closed;
+  }
+
+  static {
+    registerReduction<Connection>({
+      name: 'connection',
+      type: Connection,
+      reduce(c, ctx) {
+        const e = c.#endpoint;
+        if (e.closed) throw e.closedError();
+        return [ctx.fd(e.sendFd), c.#mode];
+      },
+      rebuild(state, ctx) {
+        const [i, mode] = checkState(state, 2, 'pipe end');
+        const fd = ctx.takeFd(i);
+        const existing = known<Connection>(identityKey(fd), (x) => !x.closed);
+        if (existing !== undefined) {
+          closeAll([fd]);
+          return existing;
+        }
+        return Connection.adopt(fd, mode! & (READABLE | WRITABLE));
+      },
+    });
+  }
+}
+
+/**
+ * torch Pipe(duplex): two connected ends. duplex (default): both ends send and receive;
+ * false: the first end only receives, the second only sends.
+ */
+export function Pipe<T = unknown>(duplex = true): [Connection<T>, Connection<T>] {
+  let fds: [number, number];
+  try {
+    fds = addon.socketpair();
+  } catch (e) {
+    throw systemError(e, 'creating a pipe');
+  }
+  const both = READABLE | WRITABLE;
+  return [Connection.adopt(fds[0], duplex ? both : READABLE), Connection.adopt(fds[1], duplex ? both : WRITABLE)] as [Connection<T>, Connection<T>];
+}

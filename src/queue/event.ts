@@ -1,0 +1,102 @@
+// Event: torch.multiprocessing.Event across processes and threads. The flag is a word of
+// shared memory (shared-words.ts); wait() sleeps on it with a futex on a thread of its own
+// (futexWaitAsync), so the event loop stays free and a set() in any process wakes it.
+import { QueueClosedError } from '../errors.js';
+import { checkTimeout, registerReduction } from '../transport/index.js';
+import { SharedWords } from './shared-words.js';
+import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
+
+const FLAG = 0;
+const WAITERS = 1;
+
+let adopting: SharedWords | null = null;
+
+export class Event {
+  readonly #state: SharedWords;
+  readonly #core: { close(): void };
+  #closed = false;
+
+  constructor() {
+    const words = adopting ?? SharedWords.create();
+    adopting = null;
+    this.#state = words;
+    // The finalizer's held value must not reach `this`: it closes the words directly.
+    this.#core = { close: () => words.close() };
+    track(this, this.#core);
+    remember(identityKey(words.fd), this);
+  }
+
+  isSet(): boolean {
+    this.#check();
+    return Atomics.load(this.#state.words, FLAG) === 1;
+  }
+
+  /** Sets the flag and wakes every waiter, in every process. */
+  set(): void {
+    this.#check();
+    const w = this.#state.words;
+    Atomics.store(w, FLAG, 1);
+    if (Atomics.load(w, WAITERS) > 0) this.#state.wake(FLAG);
+  }
+
+  clear(): void {
+    this.#check();
+    Atomics.store(this.#state.words, FLAG, 0);
+  }
+
+  /** Resolves true once the flag is set, or false after `timeout` ms (default: no limit). */
+  async wait(timeout?: number): Promise<boolean> {
+    this.#check();
+    const limit = checkTimeout(timeout);
+    const w = this.#state.words;
+    if (Atomics.load(w, FLAG) === 1) return true;
+    if (limit === 0) return false;
+    const deadline = limit === null ? Infinity : performance.now() + limit;
+    Atomics.add(w, WAITERS, 1);
+    try {
+      for (;;) {
+        if (Atomics.load(w, FLAG) === 1) return true;
+        const left = deadline - performance.now();
+        if (left <= 0) return false;
+        // A set() between the load above and the futex call makes it return at once.
+        await this.#state.waitAsync(FLAG, 0, left === Infinity ? null : left);
+      }
+    } finally {
+      Atomics.sub(w, WAITERS, 1);
+    }
+  }
+
+  /** Frees this process's descriptor and mapping (a pending wait keeps the mapping until it ends). */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    untrack(this.#core);
+    this.#state.close();
+  }
+
+  #check(): void {
+    if (this.#closed) throw new QueueClosedError('This event was closed in this process; it cannot be used here any more.');
+  }
+
+  static {
+    registerReduction<Event>({
+      name: 'event',
+      type: Event,
+      reduce(e, ctx) {
+        e.#check();
+        return [ctx.fd(e.#state.fd)];
+      },
+      rebuild(state, ctx) {
+        const [i] = checkState(state, 1, 'event');
+        const fd = ctx.takeFd(i!);
+        const existing = known<Event>(identityKey(fd), (x) => !x.#closed);
+        if (existing !== undefined) {
+          closeAll([fd]);
+          return existing;
+        }
+        adopting = SharedWords.open(fd);
+        return new Event();
+      },
+    });
+  }
+}

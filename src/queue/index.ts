@@ -1,0 +1,6 @@
+// Queues, pipes and events across processes and threads (API.md "Queues, pipes, events").
+export { Queue } from './queue.js';
+export type { QueueOptions, TimeoutOptions } from './queue.js';
+export { SimpleQueue } from './simple-queue.js';
+export { Pipe, Connection } from './connection.js';
+export { Event } from './event.js';

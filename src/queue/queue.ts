@@ -1,0 +1,211 @@
+// Queue: torch.multiprocessing.Queue for tensors. Many producers and many consumers in any
+// processes and threads; `maxsize` backpressure (NOTE [Queue slots]); messages as in NOTE
+// [Frames]; descriptors as in NOTE [Queue objects and descriptors].
+import { addon, systemError } from '../native/index.js';
+import { InvalidArgumentError, QueueEmptyError, QueueFullError } from '../errors.js';
+import { Endpoint, checkTimeout, encodeMessage, registerReduction } from '../transport/index.js';
+import { SharedWords } from './shared-words.js';
+import { Slots } from './slots.js';
+import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
+
+export interface QueueOptions {
+  /** At most this many messages in the queue; 0, negative or absent: no limit (as torch). */
+  maxsize?: number;
+}
+
+export interface TimeoutOptions {
+  /** Milliseconds; absent: wait as long as it takes. 0: do not wait. */
+  timeout?: number;
+}
+
+const RESOLVED = Promise.resolve();
+
+/** What a Queue holds; closing it frees the descriptors (see lifetime.ts). */
+class QueueCore {
+  readonly endpoint: Endpoint;
+  readonly state: SharedWords;
+  readonly slots: Slots;
+  readonly key: string;
+
+  constructor(sendFd: number, recvFd: number, state: SharedWords, maxsize: number, key = identityKey(recvFd)) {
+    this.state = state;
+    this.key = key;
+    this.endpoint = new Endpoint(sendFd, recvFd, { what: 'queue', onDatagram: () => this.slots.taken() });
+    this.slots = new Slots(state, this.endpoint, maxsize);
+  }
+
+  close(): void {
+    if (this.endpoint.closed) return;
+    this.slots.close(this.endpoint.closedError());
+    this.endpoint.close();
+    this.state.close();
+  }
+}
+
+let adopting: QueueCore | null = null;
+
+export class Queue<T = unknown> {
+  readonly #core: QueueCore;
+
+  constructor(options: QueueOptions | number = {}) {
+    if (adopting !== null) {
+      this.#core = adopting;
+      adopting = null;
+    } else {
+      const maxsize = checkMaxsize(typeof options === 'number' ? options : options?.maxsize);
+      let fds: [number, number];
+      try {
+        fds = addon.socketpair();
+      } catch (e) {
+        throw systemError(e, 'creating a queue');
+      }
+      let state: SharedWords;
+      try {
+        state = SharedWords.create();
+      } catch (e) {
+        closeAll(fds);
+        throw e;
+      }
+      this.#core = new QueueCore(fds[0], fds[1], state, maxsize);
+    }
+    track(this, this.#core);
+    remember(this.#core.key, this);
+  }
+
+  /** The limit given at construction (Infinity when unbounded). */
+  get maxsize(): number {
+    return this.#core.slots.maxsize;
+  }
+
+  /**
+   * Puts `obj` on the queue. Resolves once it is in the queue; a full bounded queue makes
+   * it wait for a slot, `timeout` ms at most (then QueueFullError). A value that cannot
+   * travel is refused (NotTransferableError) before anything is sent.
+   */
+  put(obj: T, options?: TimeoutOptions): Promise<void> {
+    const core = this.#core;
+    let timeout: number | null;
+    let frame;
+    try {
+      timeout = checkTimeout(options?.timeout);
+      if (core.endpoint.closed) throw core.endpoint.closedError();
+      frame = encodeMessage(obj);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (core.slots.tryTake()) {
+      try {
+        core.endpoint.send(frame);
+      } catch (e) {
+        core.slots.giveBack();
+        frame.abandon();
+        return Promise.reject(e);
+      }
+      return RESOLVED;
+    }
+    if (timeout === 0) {
+      frame.abandon();
+      return Promise.reject(new QueueFullError(`The queue is full (maxsize ${core.slots.maxsize}).`));
+    }
+    try {
+      return core.slots.wait(frame, timeout);
+    } catch (e) {
+      frame.abandon();
+      return Promise.reject(e);
+    }
+  }
+
+  /** torch put_nowait(): put with timeout 0. */
+  putNowait(obj: T): Promise<void> {
+    return this.put(obj, { timeout: 0 });
+  }
+
+  /** The next message; waits `timeout` ms at most (then QueueEmptyError). */
+  get(options?: TimeoutOptions): Promise<T> {
+    let timeout: number | null;
+    try {
+      timeout = checkTimeout(options?.timeout);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#core.endpoint.receive(timeout, () => new QueueEmptyError(
+      timeout === 0 ? 'The queue is empty.' : `Nothing arrived on the queue within ${timeout} ms.`,
+    )) as Promise<T>;
+  }
+
+  /** torch get_nowait(): get with timeout 0. */
+  getNowait(): Promise<T> {
+    return this.get({ timeout: 0 });
+  }
+
+  /** Messages put and not yet taken, in all processes (approximate while others work). */
+  qsize(): number {
+    return Math.max(0, this.#core.slots.count());
+  }
+
+  /** True when no message is waiting to be received now. */
+  empty(): boolean {
+    return !this.#core.endpoint.ready();
+  }
+
+  /** True when a bounded queue holds maxsize messages. */
+  full(): boolean {
+    return this.qsize() >= this.#core.slots.maxsize;
+  }
+
+  /**
+   * No more puts or gets from this process: waiting gets and puts reject with
+   * QueueClosedError; messages already put are still delivered (NOTE [Sending without
+   * blocking]); other processes are not affected.
+   */
+  close(): void {
+    untrack(this.#core);
+    this.#core.close();
+  }
+
+  /** True after close() in this process. */
+  isClosed(): boolean {
+    return this.#core.endpoint.closed;
+  }
+
+  static {
+    registerReduction<Queue>({
+      name: 'queue',
+      type: Queue,
+      reduce(q, ctx) {
+        const core = q.#core;
+        if (core.endpoint.closed) throw core.endpoint.closedError();
+        const max = core.slots.maxsize;
+        return [max === Infinity ? 0 : max, ctx.fd(core.endpoint.sendFd), ctx.fd(core.endpoint.recvFd), ctx.fd(core.state.fd)];
+      },
+      rebuild(state, ctx) {
+        const [maxsize, s, r, w] = checkState(state, 4, 'queue');
+        const fds = [ctx.takeFd(s), ctx.takeFd(r), ctx.takeFd(w)];
+        const key = identityKey(fds[1]!);
+        const existing = known<Queue>(key, (x) => !x.isClosed());
+        if (existing !== undefined) {
+          closeAll(fds);
+          return existing;
+        }
+        let words: SharedWords;
+        try {
+          words = SharedWords.open(fds[2]!);
+        } catch (e) {
+          closeAll(fds.slice(0, 2));
+          throw e;
+        }
+        adopting = new QueueCore(fds[0]!, fds[1]!, words, checkMaxsize(maxsize), key);
+        return new Queue();
+      },
+    });
+  }
+}
+
+function checkMaxsize(m: unknown): number {
+  if (m === undefined || m === null) return Infinity;
+  if (typeof m !== 'number' || !Number.isInteger(m)) throw new InvalidArgumentError(`maxsize must be an integer (got ${String(m)}).`);
+  // torch: maxsize <= 0 means no limit. The slot count is a 32-bit word.
+  if (m <= 0) return Infinity;
+  if (m > 2 ** 31 - 2) throw new InvalidArgumentError(`maxsize must be at most ${2 ** 31 - 2} (got ${m}); use 0 for no limit.`);
+  return m;
+}

@@ -1,0 +1,87 @@
+// SimpleQueue: torch.multiprocessing.SimpleQueue. Unbounded, no timeouts, no shared state:
+// just the socketpair of a Queue (NOTE [Frames], NOTE [Sending without blocking]).
+import { addon, systemError } from '../native/index.js';
+import { Endpoint, encodeMessage, registerReduction } from '../transport/index.js';
+import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
+
+let adopting: Endpoint | null = null;
+
+export class SimpleQueue<T = unknown> {
+  readonly #endpoint: Endpoint;
+
+  constructor() {
+    if (adopting !== null) {
+      this.#endpoint = adopting;
+      adopting = null;
+    } else {
+      let fds: [number, number];
+      try {
+        fds = addon.socketpair();
+      } catch (e) {
+        throw systemError(e, 'creating a queue');
+      }
+      this.#endpoint = new Endpoint(fds[0], fds[1], { what: 'queue' });
+    }
+    track(this, this.#endpoint);
+    remember(identityKey(this.#endpoint.recvFd), this);
+  }
+
+  /** Puts `obj` on the queue; resolves once it is in the queue. */
+  put(obj: T): Promise<void> {
+    try {
+      if (this.#endpoint.closed) throw this.#endpoint.closedError();
+      const frame = encodeMessage(obj);
+      try {
+        this.#endpoint.send(frame);
+      } catch (e) {
+        frame.abandon();
+        throw e;
+      }
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return Promise.resolve();
+  }
+
+  /** The next message, waiting as long as it takes. */
+  get(): Promise<T> {
+    return this.#endpoint.receive(null, () => new Error('unreachable')) as Promise<T>;
+  }
+
+  /** True when no message is waiting to be received now. */
+  empty(): boolean {
+    return !this.#endpoint.ready();
+  }
+
+  close(): void {
+    untrack(this.#endpoint);
+    this.#endpoint.close();
+  }
+
+  isClosed(): boolean {
+    return this.#endpoint.closed;
+  }
+
+  static {
+    registerReduction<SimpleQueue>({
+      name: 'simple-queue',
+      type: SimpleQueue,
+      reduce(q, ctx) {
+        const e = q.#endpoint;
+        if (e.closed) throw e.closedError();
+        return [ctx.fd(e.sendFd), ctx.fd(e.recvFd)];
+      },
+      rebuild(state, ctx) {
+        const [s, r] = checkState(state, 2, 'queue');
+        const fds = [ctx.takeFd(s), ctx.takeFd(r)];
+        const existing = known<SimpleQueue>(identityKey(fds[1]!), (x) => !x.isClosed());
+        if (existing !== undefined) {
+          closeAll(fds);
+          return existing;
+        }
+        adopting = new Endpoint(fds[0]!, fds[1]!, { what: 'queue' });
+        return new SimpleQueue();
+      },
+    });
+  }
+}

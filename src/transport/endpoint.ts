@@ -1,0 +1,301 @@
+// One side of a socket channel: sends frames in order and receives messages, from the event
+// loop, for the queue layer (a Queue, SimpleQueue or Pipe end owns one Endpoint).
+//
+// NOTE [Sending without blocking]
+// send() puts the datagram in the kernel's socket buffer at once when there is room: the
+// usual case, and then nothing is kept. When the buffer is full, the frame waits in this
+// endpoint's backlog (its bytes copied, its descriptors duplicated, so that nothing the user
+// releases meanwhile can invalidate it) and is sent, in order, as soon as the socket has
+// room; later frames queue behind it. The caller is not made to wait, as with torch's queue
+// feeder thread, so that a process may put and then get on one queue. Like torch's feeder,
+// a backlog keeps the process alive until it is flushed (a ref'd writable poll), so a
+// producer that returns right after its last put still delivers it.
+// Receivers take exactly one datagram per get(): a process never reads ahead, so a consumer
+// that stops (or is killed) leaves every message it did not take to the others.
+import { addon, EAGAIN, systemError } from '../native/index.js';
+import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError } from '../errors.js';
+import { decodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
+import { Watcher } from './watcher.js';
+import { transportAddon } from './native.js';
+
+export const NOTHING: unique symbol = Symbol('nothing');
+const EMSGSIZE = -90;
+
+// One receive buffer per thread: a message is decoded before the next one is read.
+const recvBuffer = new Uint8Array(MAX_FRAME);
+const fdsOut = new Int32Array(MAX_FDS + 1);
+
+interface Waiter {
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+  timer: NodeJS.Timeout | null;
+}
+
+/** A frame that stays valid while it waits: its own bytes, its own descriptors. */
+export interface KeptFrame extends Frame {
+  /** Closes the duplicated descriptors (after sending, or before abandoning). */
+  dispose(): void;
+}
+
+/** Copies a frame's bytes and duplicates its descriptors (NOTE [Sending without blocking]). */
+export function keepFrame(frame: Frame): KeptFrame {
+  const fds = new Int32Array(frame.fds.length);
+  let i = 0;
+  try {
+    for (; i < fds.length; i++) fds[i] = addon.dup(frame.fds[i]!);
+  } catch (e) {
+    for (let j = 0; j < i; j++) addon.close(fds[j]!);
+    throw systemError(e, 'keeping a message until it can be sent');
+  }
+  let disposed = false;
+  return {
+    bytes: frame.bytes.slice(),
+    fds,
+    abandon: frame.abandon,
+    dispose: () => {
+      if (disposed) return;
+      disposed = true;
+      for (const fd of fds) addon.close(fd);
+    },
+  };
+}
+
+export interface EndpointOptions {
+  /** Called each time a datagram is taken off the socket, before it is decoded. */
+  onDatagram?: () => void;
+  /** What a closed endpoint is called in errors: 'queue' or 'pipe end'. */
+  what: string;
+}
+
+/** Milliseconds from a user's `timeout` option: undefined/null/Infinity mean none. */
+export function checkTimeout(timeout: unknown): number | null {
+  if (timeout === undefined || timeout === null || timeout === Infinity) return null;
+  if (typeof timeout !== 'number' || !(timeout >= 0)) {
+    throw new InvalidArgumentError(`timeout must be a number of milliseconds >= 0, or undefined for none (got ${String(timeout)}).`);
+  }
+  // setTimeout cannot wait longer than this; that long is "no timeout" in practice.
+  return timeout > 2 ** 31 - 1 ? null : timeout;
+}
+
+export class Endpoint {
+  readonly sendFd: number;
+  readonly recvFd: number;
+  readonly sendWatcher: Watcher;
+  readonly recvWatcher: Watcher;
+  readonly #options: EndpointOptions;
+  #waiters: Waiter[] = [];
+  #backlog: KeptFrame[] = [];
+  #closed = false;
+  #fdsClosed = false;
+  #ended = false;
+
+  constructor(sendFd: number, recvFd: number, options: EndpointOptions) {
+    this.sendFd = sendFd;
+    this.recvFd = recvFd;
+    this.sendWatcher = new Watcher(sendFd);
+    this.recvWatcher = sendFd === recvFd ? this.sendWatcher : new Watcher(recvFd);
+    this.#options = options;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  closedError(): QueueClosedError {
+    return new QueueClosedError(`This ${this.#options.what} was closed in this process; it cannot be used here any more.`);
+  }
+
+  // --- sending ------------------------------------------------------------------------
+
+  /** Sends a frame now, or keeps it to send in order (NOTE [Sending without blocking]). */
+  send(frame: Frame): void {
+    if (this.#closed) throw this.closedError();
+    if (this.#backlog.length === 0 && this.#sendNow(frame.bytes, frame.fds)) return;
+    const kept = keepFrame(frame);
+    this.#backlog.push(kept);
+    if (this.#backlog.length === 1) this.sendWatcher.onWritable(this.#flush);
+  }
+
+  /** Frames sent but still waiting in this process for room in the socket. */
+  get backlog(): number {
+    return this.#backlog.length;
+  }
+
+  #sendNow(bytes: Uint8Array, fds: Int32Array): boolean {
+    let n: number;
+    try {
+      n = addon.send(this.sendFd, bytes, fds);
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      if (code === 'EPIPE' || code === 'ECONNRESET') {
+        throw new PipeClosedError(`Nothing can receive from this ${this.#options.what} any more: every receiving end was closed.`);
+      }
+      throw systemError(e, `sending on a ${this.#options.what}`);
+    }
+    return n !== EAGAIN;
+  }
+
+  readonly #flush = (): void => {
+    while (this.#backlog.length > 0) {
+      const k = this.#backlog[0]!;
+      let sent: boolean;
+      try {
+        sent = this.#sendNow(k.bytes, k.fds);
+      } catch (e) {
+        // The caller's put() resolved long ago: all that is left is to let go of the backlog.
+        process.emitWarning(`tensorproc: ${this.#backlog.length} queued message(s) were dropped: ${(e as Error).message}`, 'TensorprocWarning');
+        for (const dropped of this.#backlog.splice(0)) this.#drop(dropped, true);
+        break;
+      }
+      if (!sent) return;
+      this.#backlog.shift();
+      this.#drop(k, false);
+    }
+    this.sendWatcher.onWritable(null);
+    if (this.#closed) this.#closeFds();
+  };
+
+  #drop(k: KeptFrame, abandon: boolean): void {
+    k.dispose();
+    if (abandon) k.abandon();
+  }
+
+  // --- receiving ----------------------------------------------------------------------
+
+  /**
+   * One message if one is waiting, else NOTHING. Throws PipeClosedError at end of stream,
+   * and the decoding error of a message that was taken but could not be decoded.
+   */
+  receiveNow(): unknown {
+    if (this.#closed) throw this.closedError();
+    if (this.#ended) throw this.#endError();
+    let n: number;
+    try {
+      n = addon.recv(this.recvFd, recvBuffer, fdsOut);
+    } catch (e) {
+      if ((e as { errno?: number }).errno === EMSGSIZE) {
+        this.#options.onDatagram?.();
+        throw new FrameDecodeError(`A message larger than ${MAX_FRAME} bytes arrived (it was dropped): it was not sent by tensorproc.`);
+      }
+      throw systemError(e, `receiving on a ${this.#options.what}`);
+    }
+    if (n === EAGAIN) return NOTHING;
+    if (n < 0) {
+      this.#ended = true;
+      throw this.#endError();
+    }
+    this.#options.onDatagram?.();
+    const count = fdsOut[0]!;
+    const fds = new Array<number>(count);
+    for (let i = 0; i < count; i++) fds[i] = fdsOut[i + 1]!;
+    return decodeMessage(recvBuffer.subarray(0, n), fds);
+  }
+
+  #endError(): PipeClosedError {
+    return new PipeClosedError(`Nothing more can arrive on this ${this.#options.what}: every sending end was closed.`);
+  }
+
+  /** The next message; `timeout` ms at most (null: no limit), then `onTimeout()` is thrown. */
+  receive(timeout: number | null, onTimeout: () => Error): Promise<unknown> {
+    if (this.#closed) return Promise.reject(this.closedError());
+    if (this.#waiters.length === 0) {
+      try {
+        const v = this.receiveNow();
+        if (v !== NOTHING) return Promise.resolve(v);
+      } catch (e) {
+        return Promise.reject(e);
+      }
+      if (timeout === 0) return Promise.reject(onTimeout());
+    }
+    return new Promise((resolve, reject) => {
+      const w: Waiter = { resolve, reject, timer: null };
+      if (timeout !== null) {
+        w.timer = setTimeout(() => {
+          const i = this.#waiters.indexOf(w);
+          if (i >= 0) this.#waiters.splice(i, 1);
+          if (this.#waiters.length === 0) this.recvWatcher.onReadable(null);
+          reject(onTimeout());
+        }, timeout);
+      }
+      this.#waiters.push(w);
+      if (this.#waiters.length === 1) this.recvWatcher.onReadable(this.#serve);
+    });
+  }
+
+  readonly #serve = (): void => {
+    while (this.#waiters.length > 0) {
+      let v: unknown;
+      let failed = false;
+      try {
+        v = this.receiveNow();
+        if (v === NOTHING) return;
+      } catch (e) {
+        v = e;
+        failed = true;
+      }
+      const w = this.#waiters.shift()!;
+      if (w.timer !== null) clearTimeout(w.timer);
+      if (failed) w.reject(v);
+      else w.resolve(v);
+      if (this.#ended) {
+        for (const rest of this.#waiters.splice(0)) {
+          if (rest.timer !== null) clearTimeout(rest.timer);
+          rest.reject(this.#endError());
+        }
+      }
+    }
+    this.recvWatcher.onReadable(null);
+  };
+
+  /** True when a message is waiting (or the stream ended), without taking it. */
+  ready(): boolean {
+    if (this.#closed) throw this.closedError();
+    return this.#ended || (transportAddon.pollNow(this.recvFd, 1) & 5) !== 0;
+  }
+
+  /** Resolves true once a message is waiting, false after `timeout` ms. */
+  whenReady(timeout: number | null): Promise<boolean> {
+    if (this.ready()) return Promise.resolve(true);
+    if (timeout === 0) return Promise.resolve(false);
+    if (this.#waiters.length > 0) {
+      return Promise.reject(new InvalidArgumentError('poll() cannot wait while a recv() on the same end is waiting.'));
+    }
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | null = null;
+      const done = (ready: boolean): void => {
+        if (timer !== null) clearTimeout(timer);
+        this.recvWatcher.onReadable(null);
+        resolve(ready);
+      };
+      if (timeout !== null) timer = setTimeout(() => done(false), timeout);
+      this.recvWatcher.onReadable(() => done(true));
+    });
+  }
+
+  // --- closing ------------------------------------------------------------------------
+
+  /**
+   * Closes this process's use of the channel: waiting receives reject with
+   * QueueClosedError; frames still in the backlog are sent first, then the descriptors are
+   * closed (NOTE [Sending without blocking]).
+   */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const w of this.#waiters.splice(0)) {
+      if (w.timer !== null) clearTimeout(w.timer);
+      w.reject(this.closedError());
+    }
+    this.recvWatcher.onReadable(null);
+    if (this.#backlog.length === 0) this.#closeFds();
+  }
+
+  #closeFds(): void {
+    if (this.#fdsClosed) return;
+    this.#fdsClosed = true;
+    this.sendWatcher.close();
+    this.recvWatcher.close();
+    addon.close(this.sendFd);
+    if (this.recvFd !== this.sendFd) addon.close(this.recvFd);
+  }
+}

@@ -1,0 +1,378 @@
+// Messages as datagrams: encodeMessage() turns a value into one frame (bytes + descriptors),
+// decodeMessage() turns a received frame back into a value.
+//
+// NOTE [Frames]
+// One message is always one datagram, whatever its size: with several producers and
+// consumers on one socket, the pieces of a message cut into several datagrams could
+// interleave with other messages. The first two bytes are the kind and FRAME_VERSION:
+//  - TENSOR: a lone tensor, the common case, in a compact fixed layout (no V8 serializer):
+//    dtype, shape, stride, offset and its storage handle; descriptor 0 is the memfd under
+//    file_descriptor.
+//  - VALUE: anything else, as V8 serializer output with the table of NOTE [Message table].
+//  - SPILL: a VALUE frame too large for a datagram (INLINE_MAX), written into a shared
+//    storage that travels in its place (its descriptor last); the receiver reads the inner
+//    frame from it and lets it go, and the sender's cache recycles it like any segment.
+// A frame that does not parse is a FrameDecodeError; every descriptor that came with it is
+// closed whatever happens (see NOTE [Message table] for who owns what).
+import { addon } from '../native/index.js';
+import { Tensor, Storage, type DType } from '../tensor/index.js';
+import { exportStorage, importStorage, abandonExport, type StorageHandle, type SharingStrategy } from '../sharing/index.js';
+import { FrameDecodeError, NotTransferableError, TooManyDescriptorsError, isTensorprocError } from '../errors.js';
+import { prepare } from './walk.js';
+import { MessageReader, MessageWriter } from './serializer.js';
+import { reductionFor, reductionNamed, type Reduction, type ReduceContext, type RebuildContext } from './registry.js';
+import { checkTensorLayout, exportForCopies } from './reductions.js';
+
+export const FRAME_VERSION = 1;
+const KIND_VALUE = 1;
+const KIND_TENSOR = 2;
+const KIND_SPILL = 3;
+/** Largest frame sent inline; larger VALUE frames spill (a socket buffer holds ~200 KiB). */
+export const INLINE_MAX = 64 * 1024;
+/** A receive buffer must hold this many bytes. */
+export const MAX_FRAME = INLINE_MAX + 1024;
+/** SCM_MAX_FD: descriptors one datagram can carry. */
+export const MAX_FDS = 253;
+const MAX_NDIM = 64;
+
+export interface Frame {
+  /** Valid until the next encodeMessage() call in this thread: keep() before waiting. */
+  readonly bytes: Uint8Array;
+  /** Borrowed: open at least until the frame is sent (or kept). */
+  readonly fds: Int32Array;
+  /** Undoes the in-flight references of a frame that will never be sent. */
+  abandon(): void;
+}
+
+// --- dtype and strategy codes on the wire (fixed here, not taken from another table's order)
+const DTYPE_CODES: readonly DType[] = ['float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'bool', 'float16', 'bfloat16'];
+const DTYPE_CODE = new Map<string, number>(DTYPE_CODES.map((d, i) => [d, i]));
+const STRATEGIES: readonly SharingStrategy[] = ['file_descriptor', 'file_system'];
+
+const scratch = new Uint8Array(8 * (4 + 2 * MAX_NDIM) + 256);
+const view = new DataView(scratch.buffer);
+const NO_FDS = new Int32Array(0);
+
+// --- encoding -------------------------------------------------------------------------
+
+/** Encodes `value` (NOTE [Frames]); refuses what cannot travel before taking any reference. */
+export function encodeMessage(value: unknown, path = '', copies = 1): Frame {
+  if (value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor && copies === 1) return encodeTensor(value);
+  return encodeValue(value, path, copies);
+}
+
+
+function writeName(at: number, name: string | null): number {
+  if (name === null) return at;
+  for (let i = 0; i < name.length; i++) scratch[at + i] = name.charCodeAt(i);
+  return at + name.length;
+}
+
+function encodeTensor(t: Tensor): Frame {
+  const exported = exportStorage(t.storage);
+  const { handle, fd } = exported;
+  const ndim = t.shape.length;
+  const name = handle.name;
+  scratch[0] = KIND_TENSOR;
+  scratch[1] = FRAME_VERSION;
+  scratch[2] = DTYPE_CODE.get(t.dtype)!;
+  scratch[3] = ndim;
+  scratch[4] = handle.strategy === 'file_system' ? 1 : 0;
+  scratch[5] = name === null ? 0 : name.length;
+  view.setFloat64(8, handle.nbytes, true);
+  view.setFloat64(16, t.offset, true);
+  let at = 24;
+  for (let i = 0; i < ndim; i++, at += 8) view.setFloat64(at, t.shape[i]!, true);
+  for (let i = 0; i < ndim; i++, at += 8) view.setFloat64(at, t.stride[i]!, true);
+  at = writeName(at, name);
+  return {
+    bytes: scratch.subarray(0, at),
+    fds: fd === null ? NO_FDS : Int32Array.of(fd),
+    abandon: () => abandonExport(exported),
+  };
+}
+
+class Reducer implements ReduceContext {
+  readonly table: object[];
+  readonly names: string[] = [];
+  readonly states: unknown[] = [];
+  readonly fdList: number[] = [];
+  readonly #fdIndex = new Map<number, number>();
+  readonly #index = new Map<object, number>();
+  readonly undo: (() => void)[] = [];
+
+  constructor(objects: object[], readonly copies: number) {
+    this.table = objects.slice();
+    objects.forEach((o, k) => this.#index.set(o, k));
+  }
+
+  reduceAll(): void {
+    for (let k = 0; k < this.table.length; k++) if (this.names[k] === undefined) this.#reduce(k);
+  }
+
+  #reduce(k: number): void {
+    const obj = this.table[k]!;
+    const r = reductionFor(obj)!;
+    this.names[k] = r.name;
+    this.states[k] = undefined; // reserve the slot
+    this.states[k] = r.reduce(obj, this);
+  }
+
+  fd(fd: number): number {
+    let i = this.#fdIndex.get(fd);
+    if (i === undefined) {
+      i = this.fdList.length;
+      this.fdList.push(fd);
+      this.#fdIndex.set(fd, i);
+    }
+    return i;
+  }
+
+  ref(obj: object): number {
+    let k = this.#index.get(obj);
+    if (k !== undefined) return k;
+    if (reductionFor(obj) === undefined) throw new NotTransferableError(`A ${obj.constructor?.name ?? 'value'} is not a registered type and cannot be referred to.`, '(message)');
+    k = this.table.length;
+    this.table.push(obj);
+    this.#index.set(obj, k);
+    this.#reduce(k);
+    return k;
+  }
+
+  onAbandon(undo: () => void): void {
+    this.undo.push(undo);
+  }
+
+  abandon(): void {
+    for (const u of this.undo.splice(0)) {
+      try {
+        u();
+      } catch {
+        // best effort: the others must still run
+      }
+    }
+  }
+}
+
+function encodeValue(value: unknown, path: string, copies: number): Frame {
+  const walked = prepare(value, path);
+  const reducer = new Reducer(walked.objects, copies);
+  let bytes: Uint8Array;
+  try {
+    reducer.reduceAll();
+    const w = new MessageWriter();
+    w.writeRawBytes(Uint8Array.of(KIND_VALUE, FRAME_VERSION));
+    w.writeHeader();
+    w.writeUint32(reducer.table.length);
+    for (let k = 0; k < reducer.table.length; k++) {
+      w.writeValue(reducer.names[k]);
+      w.writeValue(reducer.states[k]);
+    }
+    w.writeValue(walked.root);
+    bytes = w.releaseBuffer();
+    if (reducer.fdList.length > MAX_FDS - 1) {
+      throw new TooManyDescriptorsError(
+        `This message would carry ${reducer.fdList.length} descriptors (file_descriptor storages, queues…); one message carries at most ${MAX_FDS - 1}. ` +
+          "Stack the tensors into fewer storages, send them in several messages, or use setSharingStrategy('file_system').",
+      );
+    }
+    if (bytes.length > INLINE_MAX) return spill(bytes, reducer);
+  } catch (e) {
+    reducer.abandon();
+    throw e;
+  }
+  return { bytes, fds: Int32Array.from(reducer.fdList), abandon: () => reducer.abandon() };
+}
+
+/** A VALUE frame too large for one datagram travels in a shared storage (NOTE [Frames]). */
+function spill(inner: Uint8Array, reducer: Reducer): Frame {
+  const storage = Storage.allocate(inner.length, true);
+  new Uint8Array(storage.buffer, storage.byteOffset, inner.length).set(inner);
+  const { exported, undo } = exportForCopies(storage, reducer.copies);
+  storage.release(); // the in-flight reference keeps the segment until the receiver lets go
+  reducer.onAbandon(undo);
+  const { handle, fd } = exported;
+  const name = handle.name;
+  scratch[0] = KIND_SPILL;
+  scratch[1] = FRAME_VERSION;
+  scratch[2] = handle.strategy === 'file_system' ? 1 : 0;
+  scratch[3] = name === null ? 0 : name.length;
+  view.setUint32(4, inner.length, true);
+  view.setFloat64(8, handle.nbytes, true);
+  const end = writeName(16, name);
+  const fds = fd === null ? reducer.fdList : [...reducer.fdList, fd];
+  return { bytes: scratch.subarray(0, end), fds: Int32Array.from(fds), abandon: () => reducer.abandon() };
+}
+
+
+// --- decoding -------------------------------------------------------------------------
+
+class Rebuilder implements RebuildContext {
+  readonly #fds: readonly number[];
+  readonly #taken: boolean[];
+  objects: object[] = [];
+  #pending: { r: Reduction; state: unknown }[] = [];
+  #busy = new Set<number>();
+
+  constructor(fds: readonly number[]) {
+    this.#fds = fds;
+    this.#taken = fds.map(() => false);
+  }
+
+  takeFd(index: number): number {
+    if (!Number.isInteger(index) || index < 0 || index >= this.#fds.length || this.#taken[index]) {
+      throw new FrameDecodeError(`A message refers to descriptor ${index} but carries ${this.#fds.length} (or uses one twice).`);
+    }
+    this.#taken[index] = true;
+    return this.#fds[index]!;
+  }
+
+  get fdCount(): number {
+    return this.#fds.length;
+  }
+
+  get(index: number): object {
+    if (!Number.isInteger(index) || index < 0 || index >= this.#pending.length) {
+      throw new FrameDecodeError(`A message refers to object ${index} of a table of ${this.#pending.length}.`);
+    }
+    const done = this.objects[index];
+    if (done !== undefined) return done;
+    if (this.#busy.has(index)) throw new FrameDecodeError('A message table refers to itself in a cycle.');
+    this.#busy.add(index);
+    const { r, state } = this.#pending[index]!;
+    const obj = r.rebuild(state, this);
+    this.objects[index] = obj;
+    return obj;
+  }
+
+  rebuildAll(pending: { r: Reduction; state: unknown }[]): void {
+    this.#pending = pending;
+    try {
+      for (let k = 0; k < pending.length; k++) this.get(k);
+    } catch (e) {
+      // Let go of what will not be rebuilt, so that no in-flight reference is left behind.
+      for (let k = 0; k < pending.length; k++) {
+        if (this.objects[k] !== undefined || this.#busy.has(k)) continue;
+        try {
+          pending[k]!.r.discard?.(pending[k]!.state, this);
+        } catch {
+          // best effort
+        }
+      }
+      throw e;
+    }
+  }
+
+  closeUntaken(): void {
+    for (let i = 0; i < this.#fds.length; i++) {
+      if (this.#taken[i]) continue;
+      this.#taken[i] = true;
+      try {
+        addon.close(this.#fds[i]!);
+      } catch {
+        // already closed
+      }
+    }
+  }
+}
+
+/**
+ * Decodes one received frame. Takes every descriptor in `fds`: those the value keeps are
+ * owned by it, the others are closed before this returns or throws.
+ */
+export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknown {
+  const ctx = new Rebuilder(fds);
+  try {
+    return decodeFrame(bytes, ctx, true);
+  } catch (e) {
+    throw asDecodeError(e);
+  } finally {
+    ctx.closeUntaken();
+  }
+}
+
+function asDecodeError(e: unknown): Error {
+  if (isTensorprocError(e)) return e;
+  return new FrameDecodeError(`A received message could not be decoded (${(e as Error)?.message ?? String(e)}): it is corrupt, or was not sent by this version of tensorproc.`);
+}
+
+function decodeFrame(bytes: Uint8Array, ctx: Rebuilder, outer: boolean): unknown {
+  if (bytes.length < 2) throw new FrameDecodeError(`A received message is ${bytes.length} bytes long, too short for a frame.`);
+  if (bytes[1] !== FRAME_VERSION) throw new FrameDecodeError(`A received message has frame version ${bytes[1]}, this tensorproc reads ${FRAME_VERSION}: are both sides the same version?`);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  switch (bytes[0]) {
+    case KIND_TENSOR:
+      return decodeTensor(bytes, dv, ctx);
+    case KIND_VALUE:
+      return decodeValue(bytes.subarray(2), ctx);
+    case KIND_SPILL:
+      if (!outer) break;
+      return decodeSpill(bytes, dv, ctx);
+  }
+  throw new FrameDecodeError(`A received message has an unknown frame kind ${bytes[0]}.`);
+}
+
+function readName(bytes: Uint8Array, at: number, len: number): string {
+  if (at + len > bytes.length) throw new FrameDecodeError('A received message is truncated.');
+  let s = '';
+  for (let i = 0; i < len; i++) s += String.fromCharCode(bytes[at + i]!);
+  return s;
+}
+
+function readHandle(strategyCode: number, nbytes: number, name: string, ctx: Rebuilder, fdIndex: number): { handle: StorageHandle; fd: number | null } {
+  const strategy = STRATEGIES[strategyCode];
+  if (strategy === undefined) throw new FrameDecodeError(`A received message names sharing strategy ${strategyCode}.`);
+  if (!Number.isSafeInteger(nbytes) || nbytes < 0) throw new FrameDecodeError(`A received storage handle claims ${nbytes} bytes.`);
+  const fd = strategy === 'file_descriptor' ? ctx.takeFd(fdIndex) : null;
+  return { handle: { strategy, name: strategy === 'file_system' ? name : null, nbytes }, fd };
+}
+
+function decodeTensor(bytes: Uint8Array, dv: DataView, ctx: Rebuilder): Tensor {
+  if (bytes.length < 24) throw new FrameDecodeError('A received tensor message is truncated.');
+  const dtype = DTYPE_CODES[bytes[2]!];
+  if (dtype === undefined) throw new FrameDecodeError(`A received tensor has dtype code ${bytes[2]}.`);
+  const ndim = bytes[3]!;
+  const nameAt = 24 + 16 * ndim;
+  if (nameAt > bytes.length) throw new FrameDecodeError('A received tensor message is truncated.');
+  const shape = new Array<number>(ndim);
+  const stride = new Array<number>(ndim);
+  let at = 24;
+  for (let i = 0; i < ndim; i++, at += 8) shape[i] = dv.getFloat64(at, true);
+  for (let i = 0; i < ndim; i++, at += 8) stride[i] = dv.getFloat64(at, true);
+  const offset = dv.getFloat64(16, true);
+  checkTensorLayout(shape, stride, offset);
+  const name = readName(bytes, nameAt, bytes[5]!);
+  const { handle, fd } = readHandle(bytes[4]!, dv.getFloat64(8, true), name, ctx, 0);
+  return new Tensor(importStorage(handle, fd), dtype, shape, stride, offset);
+}
+
+function decodeValue(body: Uint8Array, ctx: Rebuilder): unknown {
+  const reader = new MessageReader(body);
+  if (!reader.readHeader()) throw new FrameDecodeError('A received message has no serializer header.');
+  const n = reader.readUint32();
+  if (n > body.length) throw new FrameDecodeError(`A received message claims ${n} objects in ${body.length} bytes.`);
+  const pending: { r: Reduction; state: unknown }[] = [];
+  for (let k = 0; k < n; k++) {
+    const name = reader.readValue();
+    const r = typeof name === 'string' ? reductionNamed(name) : undefined;
+    if (r === undefined) throw new FrameDecodeError(`A received message holds an object of unknown type ${JSON.stringify(String(name)).slice(0, 80)}.`);
+    pending.push({ r, state: reader.readValue() });
+  }
+  ctx.rebuildAll(pending);
+  reader.objects = ctx.objects;
+  return reader.readValue();
+}
+
+function decodeSpill(bytes: Uint8Array, dv: DataView, ctx: Rebuilder): unknown {
+  if (bytes.length < 16) throw new FrameDecodeError('A received message is truncated.');
+  const length = dv.getUint32(4, true);
+  const name = readName(bytes, 16, bytes[3]!);
+  const { handle, fd } = readHandle(bytes[2]!, dv.getFloat64(8, true), name, ctx, ctx.fdCount - 1);
+  const storage = importStorage(handle, fd);
+  try {
+    if (length > storage.nbytes) throw new FrameDecodeError(`A spilled message claims ${length} bytes of a ${storage.nbytes}-byte storage.`);
+    return decodeFrame(new Uint8Array(storage.buffer, storage.byteOffset, length), ctx, false);
+  } finally {
+    storage.release();
+  }
+}

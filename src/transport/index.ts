@@ -1,0 +1,11 @@
+// The transport: values (with tensors, queues… anywhere inside) as framed datagrams.
+import './reductions.js';
+export { encodeMessage, decodeMessage, INLINE_MAX, MAX_FRAME, MAX_FDS, FRAME_VERSION } from './frame.js';
+export type { Frame } from './frame.js';
+export { registerReduction } from './registry.js';
+export type { Reduction, ReduceContext, RebuildContext } from './registry.js';
+export { prepare } from './walk.js';
+export { transportAddon } from './native.js';
+export { Endpoint, NOTHING, checkTimeout, keepFrame } from './endpoint.js';
+export type { KeptFrame } from './endpoint.js';
+export { Watcher } from './watcher.js';

@@ -1,0 +1,83 @@
+// Reductions of storages and tensors (torch's reductions.py): a storage travels as the handle
+// of its shared segment (moved into shared memory first if it is not there yet) plus, under
+// file_descriptor, the segment's descriptor; a tensor travels as a reference to its storage
+// entry plus dtype/shape/stride/offset. Storages are reduced once per message (see NOTE
+// [Message table]), so views of one storage arrive over one storage, and importStorage()
+// makes a storage this process already holds (sent back to it) the very same Storage.
+import { Tensor, Storage } from '../tensor/index.js';
+import { exportStorage, importStorage, abandonExport, type ExportedStorage, type StorageHandle } from '../sharing/index.js';
+import { FrameDecodeError } from '../errors.js';
+import { registerReduction, type RebuildContext } from './registry.js';
+
+type StorageState = [strategy: string, name: string | null, nbytes: number, fd: number];
+type TensorState = [storage: number, dtype: string, shape: number[], stride: number[], offset: number];
+
+/** Checks a received layout before a Tensor is made of it (the constructor trusts its callers). */
+export function checkTensorLayout(shape: unknown, stride: unknown, offset: unknown): void {
+  const ints = (a: unknown): boolean => Array.isArray(a) && a.every((x) => Number.isSafeInteger(x) && x >= 0);
+  if (!ints(shape) || !ints(stride) || (shape as number[]).length !== (stride as number[]).length || !Number.isSafeInteger(offset) || (offset as number) < 0) {
+    throw new FrameDecodeError('A received tensor has an invalid shape, stride or offset.');
+  }
+}
+
+/**
+ * exportStorage() for a message with `copies` receivers: each receiver adopts one
+ * in-flight reference. Returns the undo.
+ */
+export function exportForCopies(storage: Storage, copies: number): { exported: ExportedStorage; undo: () => void } {
+  const exported = exportStorage(storage);
+  for (let i = 1; i < copies; i++) exported.segment.retain();
+  return {
+    exported,
+    undo: () => {
+      for (let i = 1; i < copies; i++) exported.segment.unref();
+      abandonExport(exported);
+    },
+  };
+}
+
+function storageHandle(state: unknown, ctx: RebuildContext): { handle: StorageHandle; fd: number | null } {
+  if (!Array.isArray(state) || state.length !== 4) throw new FrameDecodeError('A received storage entry is malformed.');
+  const [strategy, name, nbytes, fdIndex] = state as StorageState;
+  if (strategy !== 'file_descriptor' && strategy !== 'file_system') throw new FrameDecodeError(`A received storage names strategy ${String(strategy)}.`);
+  if (!Number.isSafeInteger(nbytes) || nbytes < 0) throw new FrameDecodeError('A received storage has an invalid size.');
+  if (strategy === 'file_system' && typeof name !== 'string') throw new FrameDecodeError('A received file_system storage has no name.');
+  const fd = strategy === 'file_descriptor' ? ctx.takeFd(fdIndex) : null;
+  return { handle: { strategy, name: strategy === 'file_system' ? name : null, nbytes }, fd };
+}
+
+registerReduction<Storage>({
+  name: 'storage',
+  type: Storage,
+  reduce(storage, ctx): StorageState {
+    const { exported, undo } = exportForCopies(storage, ctx.copies);
+    ctx.onAbandon(undo);
+    const { strategy, name, nbytes } = exported.handle;
+    return [strategy, name, nbytes, exported.fd === null ? -1 : ctx.fd(exported.fd)];
+  },
+  rebuild(state, ctx) {
+    const { handle, fd } = storageHandle(state, ctx);
+    return importStorage(handle, fd);
+  },
+  discard(state, ctx) {
+    // Adopting the in-flight reference and dropping the storage gives it back (when collected).
+    const { handle, fd } = storageHandle(state, ctx);
+    importStorage(handle, fd);
+  },
+});
+
+registerReduction<Tensor>({
+  name: 'tensor',
+  type: Tensor,
+  reduce(t, ctx): TensorState {
+    return [ctx.ref(t.storage), t.dtype, t.shape as number[], t.stride as number[], t.offset];
+  },
+  rebuild(state, ctx) {
+    if (!Array.isArray(state) || state.length !== 5) throw new FrameDecodeError('A received tensor entry is malformed.');
+    const [storage, dtype, shape, stride, offset] = state as TensorState;
+    checkTensorLayout(shape, stride, offset);
+    const s = ctx.get(storage);
+    if (!(s instanceof Storage)) throw new FrameDecodeError('A received tensor does not refer to a storage.');
+    return new Tensor(s, dtype as never, shape, stride, offset);
+  },
+});

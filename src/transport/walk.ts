@@ -1,0 +1,192 @@
+// The walk every message gets before anything is serialized. It
+//  - refuses what cannot travel, naming where it is (`batch.meta.fn`), before any state
+//    is taken (no half-sent message, nothing to undo);
+//  - finds the registered objects (tensors, queues…) and puts a marker where each one is
+//    (see markers.ts), copying only the containers on the way to one: the user's value is
+//    never modified, and a message with no registered object is not copied at all.
+import { types } from 'node:util';
+import { NotTransferableError } from '../errors.js';
+import { reductionFor } from './registry.js';
+import { marker } from './markers.js';
+
+export interface Walked {
+  /** The value to serialize: the original, or a copy with markers in it. */
+  readonly root: unknown;
+  /** The registered objects found, in marker order (marker k stands for objects[k]). */
+  readonly objects: object[];
+}
+
+const LEAVES: Function[] = [Date, RegExp, ArrayBuffer, Boolean, Number, String, Error];
+const REFUSED: [Function, string][] = [
+  [WeakMap, 'a WeakMap'],
+  [WeakSet, 'a WeakSet'],
+  [WeakRef, 'a WeakRef'],
+  [Promise, 'a Promise (await it first)'],
+  [SharedArrayBuffer, 'a SharedArrayBuffer (use a shared tensor instead)'],
+];
+if (typeof FinalizationRegistry === 'function') REFUSED.push([FinalizationRegistry, 'a FinalizationRegistry']);
+
+const PLAIN_KEY = /^[A-Za-z_$][\w$]*$/;
+
+class Walker {
+  readonly objects: object[] = [];
+  readonly #index = new Map<object, number>();
+  readonly #done = new Map<object, unknown>();
+  readonly #active = new Set<object>();
+  /** A container was met again while being walked (a cycle). */
+  cyclic = false;
+  dirty = false;
+
+  constructor(readonly copyAll: boolean) {}
+
+  visit(value: unknown, path: string): unknown {
+    const type = typeof value;
+    if (type !== 'object') {
+      if (type === 'function') fail(path, 'a function');
+      if (type === 'symbol') fail(path, 'a symbol');
+      return value;
+    }
+    if (value === null) return value;
+    const obj = value as object;
+    const done = this.#done.get(obj);
+    if (done !== undefined || this.#done.has(obj)) return done;
+    if (this.#active.has(obj)) {
+      this.cyclic = true;
+      return obj;
+    }
+    if (reductionFor(obj) !== undefined) {
+      let k = this.#index.get(obj);
+      if (k === undefined) {
+        k = this.objects.length;
+        this.objects.push(obj);
+        this.#index.set(obj, k);
+      }
+      this.dirty = true;
+      return marker(k);
+    }
+    if (ArrayBuffer.isView(obj)) {
+      if (obj.buffer instanceof SharedArrayBuffer) fail(path, 'a view of a SharedArrayBuffer (use a shared tensor instead)');
+      return this.#leaf(obj);
+    }
+    if (types.isProxy(obj)) fail(path, 'a Proxy');
+    for (const [C, what] of REFUSED) if (obj instanceof C) fail(path, what);
+    for (const C of LEAVES) if (obj instanceof C) return this.#leaf(obj);
+    this.#active.add(obj);
+    const out = Array.isArray(obj) ? this.#array(obj, path)
+      : obj instanceof Map ? this.#map(obj, path)
+      : obj instanceof Set ? this.#set(obj, path)
+      : this.#object(obj as Record<string, unknown>, path);
+    this.#active.delete(obj);
+    this.#done.set(obj, out);
+    return out;
+  }
+
+  #leaf(obj: object): object {
+    this.#done.set(obj, obj);
+    return obj;
+  }
+
+  // Each container: children first; a copy is made at the first child that changed (or at
+  // once in copyAll mode, so that a cycle back to it finds the copy: see prepare()).
+  #array(a: unknown[], path: string): unknown[] {
+    let out: unknown[] | null = this.copyAll ? new Array(a.length) : null;
+    if (out !== null) this.#done.set(a, out);
+    for (let i = 0; i < a.length; i++) {
+      const v = a[i];
+      const w = this.visit(v, `${path}[${i}]`);
+      if (out === null && w !== v) out = a.slice(0, i);
+      if (out !== null) out[i] = w;
+    }
+    return out ?? a;
+  }
+
+  #map(m: Map<unknown, unknown>, path: string): Map<unknown, unknown> {
+    let out: Map<unknown, unknown> | null = this.copyAll ? new Map() : null;
+    if (out !== null) this.#done.set(m, out);
+    let i = 0;
+    for (const [k, v] of m) {
+      const k2 = this.visit(k, `${path}.keys()[${i}]`);
+      const v2 = this.visit(v, `${path}.get(${describeKey(k)})`);
+      if (out === null && (k2 !== k || v2 !== v)) {
+        out = new Map();
+        let j = 0;
+        for (const e of m) {
+          if (j++ === i) break;
+          out.set(e[0], e[1]); // entries before the first change are unchanged
+        }
+      }
+      out?.set(k2, v2);
+      i++;
+    }
+    return out ?? m;
+  }
+
+  #set(s: Set<unknown>, path: string): Set<unknown> {
+    let out: Set<unknown> | null = this.copyAll ? new Set() : null;
+    if (out !== null) this.#done.set(s, out);
+    let i = 0;
+    for (const v of s) {
+      const v2 = this.visit(v, `${path}.values()[${i}]`);
+      if (out === null && v2 !== v) {
+        out = new Set();
+        let j = 0;
+        for (const e of s) {
+          if (j++ === i) break;
+          out.add(e);
+        }
+      }
+      out?.add(v2);
+      i++;
+    }
+    return out ?? s;
+  }
+
+  #object(o: Record<string, unknown>, path: string): object {
+    // Structured clone keeps own enumerable string keys and nothing of the class; so does the copy.
+    let out: Record<string, unknown> | null = this.copyAll ? Object.create(null) : null;
+    if (out !== null) this.#done.set(o, out);
+    const keys = Object.keys(o);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      const v = o[key];
+      const w = this.visit(v, path + (PLAIN_KEY.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`));
+      if (out === null && w !== v) {
+        out = Object.create(null) as Record<string, unknown>;
+        for (let j = 0; j < i; j++) out[keys[j]!] = o[keys[j]!];
+      }
+      if (out !== null) out[key] = w;
+    }
+    return out ?? o;
+  }
+
+}
+
+function describeKey(k: unknown): string {
+  return typeof k === 'string' ? JSON.stringify(k) : typeof k === 'object' && k !== null ? '{…}' : String(k);
+}
+
+function fail(rawPath: string, what: string): never {
+  const path = rawPath.startsWith('.') ? rawPath.slice(1) : rawPath;
+  const where = path === '' ? 'The message' : path;
+  throw new NotTransferableError(
+    `${where} is ${what}, which cannot be sent to another process or thread. ` +
+      'Send data (structured-clonable values and tensors) instead; to run code elsewhere, export it from a module and name it in a target.',
+    path === '' ? '(message)' : path,
+  );
+}
+
+/**
+ * Checks `value` and swaps its registered objects for markers. `path` names the root in
+ * errors ('' for a message, where paths start at its first key: `batch.meta.fn`).
+ */
+export function prepare(value: unknown, path = ''): Walked {
+  const w = new Walker(false);
+  const root = w.visit(value, path);
+  if (!w.dirty) return { root: value, objects: w.objects };
+  if (!w.cyclic) return { root, objects: w.objects };
+  // A cycle may lead back to a container that was copied after the cycle was met, so that
+  // the copy would hold the original (and its tensors unreplaced). Rare: walk again,
+  // copying every container before its children.
+  const all = new Walker(true);
+  return { root: all.visit(value, path), objects: all.objects };
+}
