@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cmath>
+#include <mutex>
 #include <thread>
 
 namespace tp {
@@ -19,9 +21,13 @@ enum WaitResult { kOk = 0, kTimedOut = 1, kNotEqual = 2 };
 
 // Waits while *word == expected, at most timeoutMs (< 0: forever). Spurious wake-ups and
 // signals return kOk; callers re-check their condition, as with any futex.
+// Timeouts past this (about 31,700 years), Infinity included, are no timeout: converting
+// them to a timespec would overflow time_t, which the kernel refuses with EINVAL.
+constexpr double kForeverMs = 1e15;
+
 int WaitOn(uint32_t* word, uint32_t expected, double timeoutMs, int* err) {
   struct timespec ts, *tsp = nullptr;
-  if (timeoutMs >= 0) {
+  if (timeoutMs >= 0 && timeoutMs < kForeverMs) {
     ts.tv_sec = static_cast<time_t>(timeoutMs / 1000);
     ts.tv_nsec = static_cast<long>((timeoutMs - ts.tv_sec * 1000.0) * 1e6);
     tsp = &ts;
@@ -76,6 +82,25 @@ Napi::Value FutexWake(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(r));
 }
 
+// NOTE [Async futex waits and teardown]
+// futexWaitAsync waits on a thread of its own and settles its promise through a
+// thread-safe function (TSFN). The thread may outlive the environment that asked: a worker
+// thread exits (or is terminated) while its wait is pending. Node then finalizes and frees
+// the TSFN, and a later call on it (when the word is woken or the wait times out) is a
+// use-after-free that aborts the process. So the thread and the TSFN's finalizer share a
+// `WaitLink`: the finalizer marks it gone under its mutex, and the thread calls the TSFN only
+// under that mutex while it is not gone; the finalizer waits at most for that call. A wait
+// whose environment is gone lets go of its mapping when it ends; its thread lives until the
+// word is woken or the timeout passes (nothing can interrupt one waiter of a futex alone).
+struct WaitLink {
+  std::mutex mu;
+  bool envGone = false;
+  std::atomic<int> holders{2};  // the waiting thread and the TSFN finalizer
+  void Drop() {
+    if (holders.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
+
 struct AsyncWait {
   Mapping* m;
   uint32_t* word;
@@ -86,6 +111,8 @@ struct AsyncWait {
   Napi::Promise::Deferred deferred;
 };
 
+// Runs on the loop thread, or with env == nullptr when the environment is torn down with the
+// call still queued (then the promise can never be settled: only the memory is let go).
 void ResolveOnLoop(Napi::Env env, Napi::Function, std::nullptr_t*, AsyncWait* w) {
   if (env != nullptr) {
     if (w->result < 0) {
@@ -109,7 +136,7 @@ using WaitTsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, AsyncWait, Resolv
 // futexWaitAsync(mapping, byteOffset, expected, timeoutMs) -> Promise of the same strings.
 // The wait runs on a thread of its own, never on libuv's pool (four threads shared with fs
 // and dns, which a few long waits would starve). The pending wait keeps the event loop
-// alive, as a pending timer would.
+// alive, as a pending timer would. See NOTE [Async futex waits and teardown].
 Napi::Value FutexWaitAsync(const Napi::CallbackInfo& info) {
   Mapping* m; uint32_t* word;
   if (!WordArg(info, &m, &word)) return info.Env().Undefined();
@@ -118,11 +145,29 @@ Napi::Value FutexWaitAsync(const Napi::CallbackInfo& info) {
                           Napi::Promise::Deferred::New(info.Env())};
   Napi::Value promise = w->deferred.Promise();
   MappingRetain(m);  // the word must stay mapped while the thread waits on it
-  WaitTsfn tsfn = WaitTsfn::New(info.Env(), "tensorproc.futexWaitAsync", 0, 1);
-  std::thread([w, tsfn]() mutable {
+  auto* link = new WaitLink();
+  WaitTsfn tsfn = WaitTsfn::New(info.Env(), "tensorproc.futexWaitAsync", 0, 1, nullptr,
+                                [](Napi::Env, WaitLink* l, std::nullptr_t*) {
+                                  { std::lock_guard<std::mutex> lock(l->mu); l->envGone = true; }
+                                  l->Drop();
+                                },
+                                link);
+  std::thread([w, tsfn, link]() mutable {
     w->result = WaitOn(w->word, w->expected, w->timeout, &w->err);
-    tsfn.BlockingCall(w);
-    tsfn.Release();
+    {
+      std::lock_guard<std::mutex> lock(link->mu);
+      // napi_closing: the environment is closing and the call was refused; the TSFN must not
+      // be touched again (not even released).
+      if (!link->envGone && tsfn.BlockingCall(w) == napi_ok) {
+        tsfn.Release();
+        w = nullptr;
+      }
+    }
+    if (w != nullptr) {
+      MappingRelease(w->m);
+      delete w;
+    }
+    link->Drop();
   }).detach();
   return promise;
 }

@@ -9,6 +9,7 @@ import { startPeer, fixture } from '../helpers/child.js';
 
 checkLeaks();
 const peerScript = fixture(new URL('../sharing/', import.meta.url), 'peer.js');
+const orphanScript = fixture(import.meta.url, 'futex-orphan.js');
 
 describe('segments', () => {
   test('memfd: sized, reserved, sealed against resizing', () => {
@@ -119,6 +120,33 @@ describe('futex across processes', () => {
       }
     });
   }
+
+  test('a wait pending when its worker thread exits ends later without crashing the process', async () => {
+    const peer = startPeer(orphanScript, ['10']);
+    const out = await peer.next();
+    assert.deepEqual(out, { survived: 11 });
+    assert.deepEqual(await peer.exited, { code: 0, signal: null });
+  });
+
+  test('an infinite or huge timeout means no timeout, not EINVAL', async () => {
+    const seg = Segment.create('file_descriptor', 64);
+    try {
+      const word = HEADER_BYTES;
+      for (const timeout of [Infinity, 1e300]) {
+        const waiting = addon.futexWaitAsync(seg.mapping, word, 0, timeout);
+        // Wake until the waiter has gone into futex() and come out again.
+        let result: string | undefined;
+        void waiting.then((r) => (result = r), (e) => (result = `threw ${e.code}`));
+        while (result === undefined) {
+          addon.futexWake(seg.mapping, word, 1);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        assert.equal(result, 'ok', `timeout ${timeout}`);
+      }
+    } finally {
+      seg.drop();
+    }
+  });
 
   test('bad futex offsets are refused, not crashes', () => {
     const seg = Segment.create('file_descriptor', 64);
