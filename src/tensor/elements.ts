@@ -34,7 +34,9 @@ export function writeScalar(info: DTypeInfo, v: unknown): number | bigint {
       if (typeof v === 'boolean') return v ? 1n : 0n;
       break;
     case 'bool':
-      if (typeof v === 'boolean' || typeof v === 'number' || typeof v === 'bigint') return v ? 1 : 0;
+      // Non-zero is true, as in torch: NaN too (a bare `v ? 1 : 0` would make NaN false).
+      if (typeof v === 'number') return v !== 0 ? 1 : 0;
+      if (typeof v === 'boolean' || typeof v === 'bigint') return v ? 1 : 0;
       break;
     case 'half': {
       const x = typeof v === 'boolean' ? (v ? 1 : 0) : typeof v === 'bigint' ? Number(v) : v;

@@ -43,7 +43,8 @@ export function contiguousStrides(shape: Shape): number[] {
 /** Normalises a (possibly negative) dimension index. */
 export function checkDim(dim: unknown, ndim: number): number {
   if (typeof dim !== 'number' || !Number.isInteger(dim) || dim < -Math.max(ndim, 1) || dim >= Math.max(ndim, 1)) {
-    throw new IndexOutOfRangeError(`Dimension ${describe(dim)} is out of range for a tensor with ${ndim} dimension(s) (use -${ndim}..${ndim - 1}).`);
+    const n = Math.max(ndim, 1);
+    throw new IndexOutOfRangeError(`Dimension ${describe(dim)} is out of range for a tensor with ${ndim} dimension(s) (use -${n}..${n - 1}).`);
   }
   return dim < 0 ? dim + ndim : dim;
 }

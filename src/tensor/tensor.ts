@@ -55,6 +55,8 @@ export class Tensor {
   }
 
   isContiguous(): boolean {
+    // As in torch, a tensor with no elements is contiguous whatever its strides.
+    if (this.#numel === 0) return true;
     let expected = 1;
     for (let i = this.shape.length - 1; i >= 0; i--) {
       const size = this.shape[i]!;
@@ -82,7 +84,10 @@ export class Tensor {
       throw new NotContiguousError('This tensor is not contiguous, so its elements are not one run of memory: call .contiguous() first.');
     }
     const { array, itemsize } = this.#info;
-    this.#data = new array(buffer, this.storage.byteOffset + this.offset * itemsize, this.#numel);
+    // An empty view's offset may point past the end of its storage (narrow(d, size, 0) of a
+    // narrowed view): it has no bytes to show, so it is shown at the start.
+    const at = this.#numel === 0 ? 0 : this.offset * itemsize;
+    this.#data = new array(buffer, this.storage.byteOffset + at, this.#numel);
     return this.#data;
   }
 
@@ -108,11 +113,19 @@ export class Tensor {
   }
 
   // --- views ------------------------------------------------------------------------------
+  /** select() and narrow() pick along a dimension, which a 0-d tensor does not have. */
+  #needDims(op: string): void {
+    if (this.ndim === 0) {
+      throw new IndexOutOfRangeError(`${op}() cannot be applied to a 0-d tensor: it has no dimensions. Read its value with get(), or view(1) it first.`);
+    }
+  }
+
   #view(shape: number[], stride: number[], offset: number): Tensor {
     return new Tensor(this.storage, this.#info, shape, stride, offset);
   }
 
   select(dim: number, i: number): Tensor {
+    this.#needDims('select');
     const d = checkDim(dim, this.ndim);
     const k = checkIndex(i, this.shape[d]!, d);
     const shape = this.shape.slice();
@@ -123,6 +136,7 @@ export class Tensor {
   }
 
   narrow(dim: number, start: number, length: number): Tensor {
+    this.#needDims('narrow');
     const d = checkDim(dim, this.ndim);
     const size = this.shape[d]!;
     const s0 = checkInt(start, 'narrow start');
@@ -139,6 +153,8 @@ export class Tensor {
   transpose(dim0: number, dim1: number): Tensor {
     const a = checkDim(dim0, this.ndim);
     const b = checkDim(dim1, this.ndim);
+    // A 0-d tensor accepts dims 0 and -1 (as torch does) and has nothing to swap.
+    if (this.ndim === 0) return this.#view([], [], this.offset);
     const shape = this.shape.slice();
     const stride = this.stride.slice();
     [shape[a], shape[b]] = [shape[b]!, shape[a]!];

@@ -118,6 +118,47 @@ describe('views share storage', () => {
   });
 });
 
+describe('0-d and empty tensors, as torch', () => {
+  test('select and narrow refuse a 0-d tensor; transpose(0, 0) is the tensor', () => {
+    const s = mp.full([], 5);
+    expectCode(() => s.select(0, 0), RangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    expectCode(() => s.select(-1, 0), RangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    expectCode(() => s.narrow(0, 0, 1), RangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    expectCode(() => s.narrow(0, 0, 0), RangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    for (const [a, b] of [[0, 0], [-1, 0], [-1, -1]]) {
+      const t = s.transpose(a!, b!);
+      assert.deepEqual(t.shape, []);
+      assert.deepEqual(t.stride, []);
+      assert.equal(t.get(), 5);
+    }
+    expectCode(() => s.transpose(0, 1), RangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    assert.match((() => { try { s.transpose(1, 0); } catch (e) { return (e as Error).message; } return ''; })(), /-1\.\.0/);
+  });
+
+  test('a tensor with no elements is contiguous, whatever its strides', () => {
+    const e = mp.zeros([3, 0]).transpose(0, 1);
+    assert.deepEqual(e.stride, [1, 1]);
+    assert.equal(e.isContiguous(), true);
+    assert.equal(e.data.length, 0);
+    assert.deepEqual(e.view(-1, 3).shape, [0, 3]);
+    // an empty view whose offset lies past the end of its storage
+    const past = mp.zeros([2, 3]).narrow(1, 1, 2).narrow(0, 2, 0);
+    assert.equal(past.offset, 7);
+    assert.equal(past.data.length, 0);
+    assert.deepEqual(past.toArray(), []);
+  });
+});
+
+describe('conversions, as torch', () => {
+  test('to bool, non-zero is true: NaN included', () => {
+    const b = mp.zeros([3], { dtype: 'bool' });
+    b.set([0], NaN).set([1], -0).set([2], 0.5);
+    assert.deepEqual(b.toArray(), [true, false, true]);
+    assert.deepEqual(mp.zeros([2], { dtype: 'bool' }).copy(mp.tensor([NaN, 0], { dtype: 'float64' })).toArray(), [true, false]);
+    assert.deepEqual(mp.full([1], NaN, { dtype: 'bool' }).toArray(), [true]);
+  });
+});
+
 describe('bad input is a coded error', () => {
   test('dtype, shape, index, values', () => {
     expectCode(() => mp.zeros([2], { dtype: 'float8' as mp.DType }), TypeError, 'ERR_TP_INVALID_DTYPE');
