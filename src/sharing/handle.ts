@@ -80,11 +80,18 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
     const [, dev, ino] = addon.fstat(fd);
     key = `fd:${dev}:${ino}`;
   }
+  // Only a storage still over this very segment is the one that arrived: a storage that
+  // moved since it was remembered (rebase(), when it was sent on from a process that had
+  // closed its descriptor) has left the old segment to its producer, who may have refilled
+  // it with another tensor by now.
   const existing = byKey.get(key)?.deref();
-  if (existing !== undefined && !existing.isReleased() && existing.backing !== null) {
+  const held = existing?.backing as Lease | null | undefined;
+  if (existing !== undefined && !existing.isReleased() && held != null && held.segment.key === key) {
     if (fd !== null) addon.close(fd);
+    // This process already holds the segment: the message's reference is not needed, and a
+    // refused message must not keep it either (it would pin the segment for ever).
+    held.segment.releaseInFlight();
     if (nbytes > existing.nbytes) throw new BadHandleError(`A handle claims ${nbytes} bytes of a ${existing.nbytes}-byte storage.`);
-    (existing.backing as Lease).segment.releaseInFlight(); // this process already holds it
     return existing;
   }
   const parked = received.take(key);
@@ -93,6 +100,7 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
     segment = parked.segment;
     if (fd !== null) addon.close(fd);
     if (nbytes > segment.capacity) {
+      segment.releaseInFlight(); // refused: the message's reference is dropped, not kept
       received.park(segment, parked.spare);
       throw new BadHandleError(`A handle claims ${nbytes} bytes but its segment holds ${segment.capacity}.`);
     }

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import * as mp from '../../src/index.js';
-import { exportStorage, importStorage, type Lease } from '../../src/sharing/index.js';
+import { exportStorage, importStorage, abandonExport, receiveCache, Segment, type Lease } from '../../src/sharing/index.js';
 import { addon } from '../../src/native/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { startPeer, fixture } from '../helpers/child.js';
@@ -68,6 +68,54 @@ test('a handle to a vanished segment is ERR_TP_SEGMENT_GONE; a lying handle ERR_
   const { handle, fd } = exportStorage(t.storage);
   assert.throws(() => importStorage({ ...handle, nbytes: 1 << 30 }, addon.dup(fd!)), (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
   assert.throws(() => importStorage({ ...handle }, null), (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
-  (t.storage.backing as Lease).segment.unref();
+  assert.equal((t.storage.backing as Lease).segment.refcount(), 1, 'the refused message did not keep its reference');
   t.release();
+});
+
+test('a refused handle to a parked segment drops its reference', () => {
+  const t = mp.full([4], 1, { shared: true });
+  const seg = (t.storage.backing as Lease).segment;
+  // Receive the segment as another process would (a Segment object of its own), then let it
+  // go: its mapping is parked in the receive cache.
+  seg.retain();
+  const other = Segment.openFd(addon.dup(seg.fd!), 16);
+  other.adoptInFlight();
+  other.unref();
+  receiveCache.park(other);
+  assert.equal(seg.refcount(), 1);
+  // A message naming the parked segment but claiming more than it holds is refused...
+  seg.retain();
+  assert.throws(() => importStorage({ strategy: 'file_descriptor', name: null, nbytes: seg.capacity + 1 }, addon.dup(seg.fd!)),
+    (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
+  // ...and its reference does not stay behind, pinning the segment
+  assert.equal(seg.refcount(), 1);
+  t.release();
+  mp.emptyCache();
+});
+
+test('a storage that moved to another segment is not mistaken for a later arrival of its old one', () => {
+  // The real flow: a worker receives X (and closes its descriptor after mapping), sends X on
+  // (exportStorage moves it into a segment of the worker's own: rebase), so the producer's
+  // segment is free again; the producer refills it with Y and sends Y to the worker, while
+  // X is still alive there. Y must arrive as Y, not as X.
+  const x = mp.full([4], 1, { shared: true });
+  const old = (x.storage.backing as Lease).segment;
+  abandonExport(exportStorage(x.storage)); // the storage is now remembered under old's key
+  x.storage.rebase();
+  const moved = (x.storage.backing as Lease).segment;
+  assert.notEqual(moved, old);
+  const y = mp.full([4], 2, { shared: true });
+  assert.equal((y.storage.backing as Lease).segment, old, 'the old segment was recycled');
+  // Y's segment arrives as from another process: its sender added a reference and sent the fd.
+  old.retain();
+  const got = importStorage({ strategy: 'file_descriptor', name: null, nbytes: 16 }, addon.dup(old.fd!));
+  assert.notEqual(got, x.storage);
+  assert.deepEqual(new mp.Tensor(got, 'float32', [4]).toArray(), [2, 2, 2, 2]);
+  assert.equal(moved.refcount(), 1, "x's new segment lost no reference");
+  assert.equal(old.refcount(), 2, 'the arrival holds its reference');
+  got.release();
+  assert.equal(old.refcount(), 1);
+  x.release();
+  y.release();
+  mp.emptyCache();
 });
