@@ -206,8 +206,12 @@ export class Tensor {
     if (src.shape.length !== this.shape.length || src.shape.some((d, i) => d !== this.shape[i])) {
       throw new InvalidShapeError(`copy(): shapes differ, [${src.shape.join(', ')}] into [${this.shape.join(', ')}].`);
     }
+    if (this.#numel === 0) return this;
     if (src.dtype === this.dtype && src.isContiguous() && this.isContiguous()) {
-      (this.data as unknown as { set(a: ArrayLike<number | bigint>): void }).set(src.data as ArrayLike<number | bigint>);
+      // Through the internal arrays, not `data`: copying does not hand either buffer to user
+      // code, so it must not cost the recycled lease its buffer (NOTE [Shared allocation]).
+      const from = src.#all().subarray(src.offset, src.offset + src.#numel);
+      (this.#all() as unknown as { set(a: ArrayLike<number | bigint>, at: number): void }).set(from as ArrayLike<number | bigint>, this.offset);
       return this;
     }
     const values: Scalar[] = [];

@@ -159,6 +159,26 @@ describe('conversions, as torch', () => {
   });
 });
 
+describe('copies keep shared buffers internal', () => {
+  test('copy() and clone() do not cost a recycled lease its buffer', () => {
+    const a = mp.full([8], 1, { shared: true });
+    const buf = a.storage.internalBuffer;
+    const b = mp.zeros([8]).copy(a);
+    a.copy(b.fill(2));
+    assert.deepEqual(a.clone().toArray(), [2, 2, 2, 2, 2, 2, 2, 2]);
+    a.release();
+    const c = mp.empty([8], { shared: true });
+    assert.equal(c.storage.internalBuffer, buf, 'the lease buffer never reached user code, so it is reused');
+    c.release();
+    // same-dtype copies between contiguous views at offsets
+    const t = mp.tensor([0, 1, 2, 3, 4, 5]);
+    t.narrow(0, 3, 3).copy(t.narrow(0, 0, 3));
+    assert.deepEqual(t.toArray(), [0, 1, 2, 0, 1, 2]);
+    const empty = mp.zeros([2, 3]).narrow(1, 1, 2).narrow(0, 2, 0);
+    assert.equal(empty.copy(mp.zeros([0, 2])), empty);
+  });
+});
+
 describe('bad input is a coded error', () => {
   test('dtype, shape, index, values', () => {
     expectCode(() => mp.zeros([2], { dtype: 'float8' as mp.DType }), TypeError, 'ERR_TP_INVALID_DTYPE');
