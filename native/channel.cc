@@ -50,6 +50,11 @@ Napi::Value Send(const Napi::CallbackInfo& info) {
   msg.msg_iovlen = 1;
   alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
   if (info.Length() > 2 && info[2].IsTypedArray()) {
+    if (info[2].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+      // Read as int32 words, any other typed array would be read past its end.
+      Napi::TypeError::New(info.Env(), "tensorproc addon: descriptors must be an Int32Array").ThrowAsJavaScriptException();
+      return info.Env().Undefined();
+    }
     auto fds = info[2].As<Napi::Int32Array>();
     size_t n = fds.ElementLength();
     if (n > 0) {
@@ -85,7 +90,8 @@ Napi::Value Recv(const Napi::CallbackInfo& info) {
   int64_t fd;
   char* data; size_t len;
   if (!ArgInt(info, 0, &fd) || !BytesArg(info, 1, &data, &len)) return info.Env().Undefined();
-  if (info.Length() < 3 || !info[2].IsTypedArray()) {
+  // Written as int32 words: any other typed array would be written past its end.
+  if (info.Length() < 3 || !info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
     Napi::TypeError::New(info.Env(), "tensorproc addon: expected an Int32Array for descriptors").ThrowAsJavaScriptException();
     return info.Env().Undefined();
   }

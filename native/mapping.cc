@@ -69,7 +69,8 @@ void BufferDeleter(void*, size_t, void* data) { MappingRelease(static_cast<Mappi
 
 bool Range(const Napi::CallbackInfo& info, Mapping* m, int64_t* off, int64_t* len) {
   if (!ArgInt(info, 1, off) || !ArgInt(info, 2, len)) return false;
-  if (*off < 0 || *len < 0 || static_cast<size_t>(*off + *len) > m->size) {
+  // Compared without adding offset and length, which could overflow int64.
+  if (*off < 0 || *len < 0 || static_cast<uint64_t>(*off) > m->size || static_cast<uint64_t>(*len) > m->size - static_cast<uint64_t>(*off)) {
     Napi::RangeError::New(info.Env(), "tensorproc addon: range outside the mapping").ThrowAsJavaScriptException();
     return false;
   }

@@ -153,6 +153,7 @@ describe('futex across processes', () => {
     try {
       assert.throws(() => addon.futexWake(seg.mapping, 2, 1), RangeError);
       assert.throws(() => addon.futexWake(seg.mapping, 1 << 20, 1), RangeError);
+      assert.throws(() => addon.buffer(seg.mapping, 2 ** 62, 2 ** 62), RangeError);
     } finally {
       seg.drop();
     }
@@ -180,6 +181,21 @@ describe('channels', () => {
       let r = 0;
       for (let i = 0; i < 100000 && r !== -11; i++) r = addon.send(a, new Uint8Array(4096));
       assert.equal(r, -11);
+    } finally {
+      addon.close(memfd);
+      addon.close(a);
+      addon.close(b);
+    }
+  });
+
+  test('descriptor arrays other than Int32Array are refused, not written past their end', () => {
+    const [a, b] = addon.socketpair();
+    const memfd = addon.memfdCreate('tensorproc-test', 4096);
+    try {
+      assert.throws(() => addon.send(a, new Uint8Array(1), new Uint8Array([memfd]) as unknown as Int32Array), TypeError);
+      assert.equal(addon.send(a, new Uint8Array(1), new Int32Array([memfd, memfd, memfd])), 1);
+      // three descriptors would be 16 bytes of int32 into a 4-byte array
+      assert.throws(() => addon.recv(b, new Uint8Array(8), new Uint8Array(4) as unknown as Int32Array), TypeError);
     } finally {
       addon.close(memfd);
       addon.close(a);
