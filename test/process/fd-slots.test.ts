@@ -1,40 +1,28 @@
-// NOTE [Spawn arguments]: descriptors that come with the arguments reach a process child in
-// stdio slots 4, 5, ... and are moved to close-on-exec descriptors before fn runs. encodeArgs
-// produces none yet (the transport layer will), so this drives the internal pieces directly.
+// NOTE [Spawn arguments]: a tensor in spawn arguments reaches the child as the same shared
+// memory. Under file_descriptor its memfd travels in a stdio slot; the child maps it and
+// closes the descriptor at once, so it keeps none (and no slot is left open).
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
+import * as mp from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
-import { addon } from '../../src/native/index.js';
-import { CHILD_FD_BASE, encodeArgs } from '../../src/process/args.js';
-import type { ChildHandle } from '../../src/process/child-handle.js';
-import { ProcessContext } from '../../src/process/context.js';
-import { ProcessChild } from '../../src/process/process-child.js';
 
 checkLeaks();
 
-it('argument descriptors reach a process child through stdio slots', { timeout: 60_000 }, async () => {
-  const name = `tensorproc-test-slot-${process.pid}`;
-  const memfd = addon.memfdCreate(name, 64);
-  try {
-    const children: ChildHandle[] = [];
-    const ctx = new ProcessContext(children, false);
-    children.push(
-      new ProcessChild(
-        {
-          kind: 'start',
-          index: 0,
-          module: new URL('./fixtures/targets.js', import.meta.url).href,
-          exportName: 'hasMemfd',
-          args: encodeArgs([name]).bytes,
-          fds: [CHILD_FD_BASE],
-          preload: null,
-        },
-        { entry: new URL('../../src/process/child-process.js', import.meta.url), execArgv: [], daemon: false, argFds: [memfd] },
-        (c) => ctx.onExit(c),
-      ),
-    );
-    assert.equal(await ctx.join(), true);
-  } finally {
-    addon.close(memfd);
+const target = { module: new URL('./fixtures/targets.js', import.meta.url), export: 'addToTensor' };
+
+for (const strategy of ['file_descriptor', 'file_system'] as const) {
+  for (const startMethod of ['spawn', 'thread'] as const) {
+    it(`${strategy}, ${startMethod}: a tensor argument is the parent's memory`, { timeout: 60_000 }, async () => {
+      mp.setSharingStrategy(strategy);
+      const t = mp.full([2, 4], 1, { shared: true });
+      try {
+        // each child adds (its index + 1) to its own row: 2 rows, 2 children
+        await mp.startProcesses(target, { args: [t, startMethod === 'spawn'], nprocs: 2, startMethod });
+        assert.deepEqual(t.toArray(), [[2, 2, 2, 2], [3, 3, 3, 3]]);
+      } finally {
+        t.release();
+        mp.setSharingStrategy('file_descriptor');
+      }
+    });
   }
-});
+}

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkLeaks } from '../helpers/leaks.js';
+import { addon } from '../../src/native/index.js';
 import { fixture, startPeer, type Peer } from '../helpers/child.js';
 
 checkLeaks();
@@ -24,6 +25,28 @@ function running(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Resolves once `pid` has exited (or was already gone). A process closes its descriptors a
+ * moment before it becomes a zombie, so a closed pipe alone does not prove its holders are
+ * dead: wait on a pidfd, which the kernel makes readable at the exit itself.
+ */
+function exited(pid: number): Promise<void> {
+  let fd: number;
+  try {
+    fd = addon.pidfdOpen(pid);
+  } catch {
+    return Promise.resolve(); // ESRCH: gone already
+  }
+  return new Promise((resolve) => {
+    const poll = new addon.Poll(fd, () => {
+      poll.close();
+      addon.close(fd);
+      resolve();
+    });
+    poll.start(1);
+  });
 }
 
 /** Resolves once every process holding the peer's stdout has closed it: the peer and the children it gave its stdout to. */
@@ -47,7 +70,8 @@ describe('no orphans', () => {
       assert.ok(pids.every(running), 'the children run before the parent dies');
       peer.child.kill('SIGKILL');
       assert.equal((await peer.exited).signal, 'SIGKILL');
-      await closed; // the children held the same stdout: they are gone too
+      await closed; // the children held the same stdout: they are exiting too
+      await Promise.all(pids.map(exited));
       assert.deepEqual(pids.filter(running), []);
     } finally {
       for (const pid of pids) if (running(pid)) process.kill(pid, 'SIGKILL');
@@ -59,6 +83,7 @@ describe('no orphans', () => {
     try {
       assert.deepEqual(await peer.exited, { code: 0, signal: null });
       await closed;
+      await Promise.all(pids.map(exited));
       assert.deepEqual(pids.filter(running), []);
     } finally {
       for (const pid of pids) if (running(pid)) process.kill(pid, 'SIGKILL');
