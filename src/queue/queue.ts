@@ -3,7 +3,7 @@
 // [Frames]; descriptors as in NOTE [Queue objects and descriptors].
 import { addon, systemError } from '../native/index.js';
 import { InvalidArgumentError, QueueEmptyError, QueueFullError } from '../errors.js';
-import { Endpoint, checkTimeout, encodeMessage, registerReduction } from '../transport/index.js';
+import { Endpoint, checkMessage, checkTimeout, encodeMessage, registerReduction } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { Slots } from './slots.js';
 import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
@@ -85,15 +85,20 @@ export class Queue<T = unknown> {
   put(obj: T, options?: TimeoutOptions): Promise<void> {
     const core = this.#core;
     let timeout: number | null;
-    let frame;
     try {
       timeout = checkTimeout(options?.timeout);
       if (core.endpoint.closed) throw core.endpoint.closedError();
-      frame = encodeMessage(obj);
     } catch (e) {
       return Promise.reject(e);
     }
     if (core.slots.tryTake()) {
+      let frame;
+      try {
+        frame = encodeMessage(obj);
+      } catch (e) {
+        core.slots.giveBack();
+        return Promise.reject(e);
+      }
       try {
         core.endpoint.send(frame);
       } catch (e) {
@@ -103,16 +108,14 @@ export class Queue<T = unknown> {
       }
       return RESOLVED;
     }
-    if (timeout === 0) {
-      frame.abandon();
-      return Promise.reject(new QueueFullError(`The queue is full (maxsize ${core.slots.maxsize}).`));
-    }
     try {
-      return core.slots.wait(frame, timeout);
+      // Refuse what cannot travel now, not once a slot is free (NOTE [Queue slots]).
+      checkMessage(obj);
     } catch (e) {
-      frame.abandon();
       return Promise.reject(e);
     }
+    if (timeout === 0) return Promise.reject(new QueueFullError(`The queue is full (maxsize ${core.slots.maxsize}).`));
+    return core.slots.wait(() => encodeMessage(obj), timeout);
   }
 
   /** torch put_nowait(): put with timeout 0. */

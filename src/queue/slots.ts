@@ -13,22 +13,29 @@
 // socketpair in the other direction: a get that gives a slot back while WAITERS > 0 sends a
 // 1-byte datagram on the receiving end, which arrives at the sending end, which producers
 // poll from the event loop. No thread and no timer per wait, and the kernel keeps a notice
-// until someone reads it, so none is lost: a producer drains the notices, takes the slots it
-// can, and if slots are still free and others still wait, passes a notice on.
+// until someone reads it, so none is lost. A third word, NOTICED, says a notice is on its way
+// and not yet read: gets do not send another until a producer, woken, clears it (before it
+// reads the notice and looks at COUNT, so that a slot freed after that look sends a new
+// notice). A queue kept full by a fast producer then costs one notice per wake-up of the
+// producer, not one per get, and the producer fills every slot freed meanwhile at once.
+// A producer that takes fewer slots than are free while others still wait passes a notice on.
+// A waiting put holds its value, not an encoded message: it is encoded when its slot is
+// taken (as torch's feeder pickles later), so a wait costs no copy and no descriptor.
 import { addon, EAGAIN } from '../native/index.js';
 import { QueueFullError } from '../errors.js';
-import { keepFrame, type Endpoint, type Frame, type KeptFrame } from '../transport/index.js';
+import type { Endpoint, Frame } from '../transport/index.js';
 import type { SharedWords } from './shared-words.js';
 
 export const COUNT = 0;
 export const WAITERS = 1;
+export const NOTICED = 2;
 
 const NOTICE = Uint8Array.of(1);
 const noticeBuffer = new Uint8Array(64);
 const noticeFds = new Int32Array(2);
 
 interface SlotWaiter {
-  frame: KeptFrame;
+  encode: () => Frame;
   resolve(): void;
   reject(e: unknown): void;
   timer: NodeJS.Timeout | null;
@@ -73,11 +80,13 @@ export class Slots {
 
   /** A message left the socket (a get took it): its slot is free again. */
   taken(): void {
-    Atomics.sub(this.#words, COUNT, 1);
-    if (Atomics.load(this.#words, WAITERS) > 0) this.#notify();
+    const w = this.#words;
+    Atomics.sub(w, COUNT, 1);
+    if (Atomics.load(w, WAITERS) > 0) this.#notify();
   }
 
   #notify(): void {
+    if (Atomics.compareExchange(this.#words, NOTICED, 0, 1) !== 0) return; // one is on its way
     try {
       addon.send(this.#endpoint.recvFd, NOTICE); // EAGAIN: notices are waiting already
     } catch {
@@ -85,16 +94,16 @@ export class Slots {
     }
   }
 
-  /** Sends `frame` once a slot is free; rejects with QueueFullError after `timeout` ms. */
-  wait(frame: Frame, timeout: number | null): Promise<void> {
-    const kept = keepFrame(frame);
+  /**
+   * Encodes and sends a message once a slot is free; rejects with QueueFullError after
+   * `timeout` ms.
+   */
+  wait(encode: () => Frame, timeout: number | null): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const w: SlotWaiter = { frame: kept, resolve, reject, timer: null };
+      const w: SlotWaiter = { encode, resolve, reject, timer: null };
       if (timeout !== null) {
         w.timer = setTimeout(() => {
           if (!this.#remove(w)) return;
-          kept.dispose();
-          kept.abandon();
           reject(new QueueFullError(`The queue stayed full (maxsize ${this.maxsize}) for ${timeout} ms. Consume faster, raise maxsize, or put with a longer timeout.`));
         }, timeout);
       }
@@ -116,41 +125,45 @@ export class Slots {
   }
 
   readonly #serve = (): void => {
-    const drained = this.#drainNotices();
     const w = this.#words;
+    Atomics.store(w, NOTICED, 0);
+    const drained = this.#readNotice();
     while (this.#waiters.length > 0) {
       const c = Atomics.load(w, COUNT);
       if (c >= this.maxsize) break;
       if (Atomics.compareExchange(w, COUNT, c, c + 1) !== c) continue;
       const waiter = this.#waiters[0]!;
       this.#remove(waiter);
+      let frame: Frame | null = null;
       try {
-        this.#endpoint.send(waiter.frame);
+        frame = waiter.encode();
+        this.#endpoint.send(frame);
         waiter.resolve();
       } catch (e) {
         this.giveBack();
-        waiter.frame.abandon();
+        frame?.abandon();
         waiter.reject(e);
-      } finally {
-        waiter.frame.dispose();
       }
     }
     if (drained && this.#waiters.length === 0 && Atomics.load(w, COUNT) < this.maxsize && Atomics.load(w, WAITERS) > 0) this.#notify();
   };
 
-  #drainNotices(): boolean {
-    let any = false;
+  /**
+   * Reads one notice if there is one. One is usually all there is (NOTICED); any other
+   * keeps the descriptor readable and wakes us again.
+   */
+  #readNotice(): boolean {
     for (;;) {
       let n: number;
       try {
         n = addon.recv(this.#endpoint.sendFd, noticeBuffer, noticeFds);
       } catch (e) {
         if ((e as { errno?: number }).errno === -90 /* EMSGSIZE */) continue; // not a notice: dropped
-        return any;
+        return false;
       }
-      if (n === EAGAIN || n < 0) return any;
+      if (n === EAGAIN || n < 0) return false;
       for (let i = 0; i < noticeFds[0]!; i++) addon.close(noticeFds[i + 1]!);
-      any = true;
+      return true;
     }
   }
 
@@ -158,8 +171,6 @@ export class Slots {
   close(error: Error): void {
     for (const w of this.#waiters.slice()) {
       this.#remove(w);
-      w.frame.dispose();
-      w.frame.abandon();
       w.reject(error);
     }
   }

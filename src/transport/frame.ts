@@ -62,6 +62,15 @@ export function encodeMessage(value: unknown, path = '', copies = 1): Frame {
 }
 
 
+/** Throws what encodeMessage() would refuse, without taking anything (for a put that must wait). */
+export function checkMessage(value: unknown, path = ''): void {
+  if (value instanceof Tensor) {
+    if (value.storage.isReleased()) value.storage.buffer; // throws ReleasedError
+    return;
+  }
+  prepare(value, path);
+}
+
 function writeName(at: number, name: string | null): number {
   if (name === null) return at;
   for (let i = 0; i < name.length; i++) scratch[at + i] = name.charCodeAt(i);
