@@ -1,0 +1,228 @@
+// The transport on its own: values through a socketpair in one process, what is refused and
+// that refusing takes nothing, and random bytes fed to the frame decoder.
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import * as mp from '../../src/index.js';
+import { addon } from '../../src/native/index.js';
+import { encodeMessage, decodeMessage, MAX_FRAME, MAX_FDS, INLINE_MAX } from '../../src/transport/index.js';
+import { checkLeaks } from '../helpers/leaks.js';
+
+checkLeaks();
+
+const buf = new Uint8Array(MAX_FRAME);
+const fdsOut = new Int32Array(MAX_FDS + 1);
+
+/** Sends `value` through a fresh socketpair and decodes what arrives. */
+function roundTrip(value: unknown): unknown {
+  const [a, b] = addon.socketpair();
+  try {
+    const f = encodeMessage(value);
+    assert.ok(addon.send(a, f.bytes, f.fds) > 0);
+    const n = addon.recv(b, buf, fdsOut);
+    return decodeMessage(buf.subarray(0, n), Array.from(fdsOut.subarray(1, 1 + fdsOut[0]!)));
+  } finally {
+    addon.close(a);
+    addon.close(b);
+  }
+}
+
+/** A small deterministic PRNG (mulberry32): failures are reproducible from the seed. */
+function prng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('values', () => {
+  test('structured-clone values with tensors anywhere inside', () => {
+    const t = mp.tensor([1, 2, 3, 4]);
+    const value = {
+      n: 1, s: 'é', b: true, u: undefined, nul: null, big: 2n ** 70n, d: new Date(5), re: /x/g,
+      arr: [1, [2, [3]]], map: new Map<unknown, unknown>([['k', t]]), set: new Set([1, 'a']),
+      f64: new Float64Array([1.5, 2.5]), buf: Buffer.from('hi'), err: new RangeError('boom'),
+      nested: { deep: { t, view: t.narrow(0, 1, 2) } },
+    };
+    const got = roundTrip(value) as typeof value;
+    assert.equal(got.n, 1);
+    assert.equal(got.s, 'é');
+    assert.equal(got.big, 2n ** 70n);
+    assert.equal(got.d.getTime(), 5);
+    assert.deepEqual(got.arr, [1, [2, [3]]]);
+    assert.deepEqual([...got.set], [1, 'a']);
+    assert.deepEqual([...got.f64], [1.5, 2.5]);
+    assert.deepEqual([...got.buf], [...Buffer.from('hi')]);
+    assert.ok(got.err instanceof RangeError);
+    const gt = got.map.get('k') as mp.Tensor;
+    assert.ok(gt instanceof mp.Tensor);
+    assert.equal(gt, got.nested.deep.t, 'one tensor met twice arrives as one object');
+    assert.equal(got.nested.deep.view.storage, gt.storage, 'views of one storage arrive over one storage');
+    assert.deepEqual(got.nested.deep.view.toArray(), [2, 3]);
+    assert.equal(gt.storage, t.storage, 'a process gets back its own storage');
+    assert.equal(value.map.get('k'), t, 'the sent value is not modified');
+    t.release();
+  });
+
+  test('cycles through containers that hold tensors', () => {
+    const t = mp.full([2], 3);
+    const a: Record<string, unknown> = { t };
+    a.self = a;
+    a.list = [a, t];
+    const got = roundTrip(a) as Record<string, unknown>;
+    assert.equal(got.self, got);
+    assert.equal((got.list as unknown[])[0], got);
+    assert.equal((got.list as unknown[])[1], got.t);
+    t.release();
+  });
+
+  test('a lone tensor (the compact frame) keeps dtype, shape, stride and offset', () => {
+    for (const dtype of mp.DTYPES) {
+      const base = mp.zeros([3, 4], { dtype });
+      const v = base.transpose(0, 1).narrow(0, 1, 2);
+      const got = roundTrip(v) as mp.Tensor;
+      assert.equal(got.dtype, dtype);
+      assert.deepEqual(got.shape, v.shape);
+      assert.deepEqual(got.stride, v.stride);
+      assert.equal(got.offset, v.offset);
+      base.release();
+    }
+  });
+
+  test('empty tensors (torch test_empty_tensor_sharing), both strategies', () => {
+    for (const strategy of ['file_descriptor', 'file_system'] as const) {
+      mp.setSharingStrategy(strategy);
+      const e = mp.tensor([]);
+      const got = roundTrip(e) as mp.Tensor;
+      assert.deepEqual(got.shape, [0]);
+      assert.deepEqual(got.toArray(), []);
+      got[Symbol.dispose]();
+      e[Symbol.dispose]();
+    }
+    mp.setSharingStrategy('file_descriptor');
+  });
+
+  test('is_shared (torch test_is_shared): put moves a tensor into shared memory once', () => {
+    const t = mp.tensor([1, 2]);
+    assert.equal(t.isShared(), false);
+    const got = roundTrip(t) as mp.Tensor;
+    assert.equal(t.isShared(), true);
+    assert.equal(got.storage, t.storage);
+    t.release();
+  });
+
+  test(`a message larger than a datagram (${INLINE_MAX} bytes) travels whole`, () => {
+    const t = mp.full([8], 2);
+    const big = { t, data: new Float64Array(200_000).fill(1.25), text: 'x'.repeat(300_000) };
+    const got = roundTrip(big) as typeof big;
+    assert.equal(got.data.length, 200_000);
+    assert.equal(got.data[199_999], 1.25);
+    assert.equal(got.text.length, 300_000);
+    assert.equal(got.t.storage, t.storage);
+    t.release();
+  });
+});
+
+describe('refused values', () => {
+  const cases: [string, () => unknown, string][] = [
+    ['a function', () => ({ batch: { meta: { fn: () => 1 } } }), 'batch.meta.fn'],
+    ['a symbol', () => [1, Symbol('s')], '[1]'],
+    ['a WeakMap', () => ({ w: new WeakMap() }), 'w'],
+    ['a Promise', () => ({ p: Promise.resolve() }), 'p'],
+    ['a SharedArrayBuffer', () => ({ sab: new SharedArrayBuffer(8) }), 'sab'],
+    ['a Map value', () => new Map([['k', () => 1]]), '.get("k")'],
+    ['a key that needs quoting', () => ({ 'a b': () => 1 }), '["a b"]'],
+    ['the message itself', () => () => 1, '(message)'],
+  ];
+  for (const [what, make, path] of cases) {
+    test(`${what}: NotTransferableError naming ${path}`, () => {
+      assert.throws(() => encodeMessage(make()), (e: any) => {
+        assert.ok(e instanceof mp.NotTransferableError);
+        assert.ok(e instanceof TypeError);
+        assert.equal(e.code, 'ERR_TP_NOT_TRANSFERABLE');
+        assert.equal(e.path.replace(/^\./, ''), path.replace(/^\./, ''));
+        return true;
+      });
+    });
+  }
+
+  test('a refused value takes no reference on the tensors beside it', () => {
+    const t = mp.full([4], 1, { shared: true });
+    const segment = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    const before = segment.refcount();
+    assert.throws(() => encodeMessage({ t, bad: () => 1 }), { code: 'ERR_TP_NOT_TRANSFERABLE' });
+    assert.equal(segment.refcount(), before);
+    // And a frame abandoned after encoding gives its reference back.
+    encodeMessage({ t }).abandon();
+    assert.equal(segment.refcount(), before);
+    t.release();
+  });
+
+  test('more descriptors than one message carries: TooManyDescriptorsError, nothing taken', () => {
+    const ts = Array.from({ length: MAX_FDS }, () => mp.zeros([1], { shared: true }));
+    assert.throws(() => encodeMessage(ts), (e: any) => e instanceof mp.TooManyDescriptorsError && e.code === 'ERR_TP_TOO_MANY_DESCRIPTORS');
+    for (const t of ts) t.release();
+  });
+});
+
+describe('decoding', () => {
+  test('a handle to a vanished segment is a SegmentGoneError', () => {
+    mp.setSharingStrategy('file_system');
+    try {
+      const t = mp.full([4], 1, { shared: true });
+      const name = (t.storage.backing as unknown as { segment: { name: string } }).segment.name;
+      const f = encodeMessage(t);
+      const bytes = f.bytes.slice();
+      t.release();
+      mp.emptyCache();
+      try {
+        addon.shmUnlink(name);
+      } catch {
+        // already gone
+      }
+      assert.throws(() => decodeMessage(bytes, []), (e: any) => e instanceof mp.SegmentGoneError && e.code === 'ERR_TP_SEGMENT_GONE');
+    } finally {
+      mp.setSharingStrategy('file_descriptor');
+    }
+  });
+
+  test('truncated, unknown and wrong-version frames are FrameDecodeErrors, and their descriptors are closed', () => {
+    const fd = addon.memfdCreate('x', 4096);
+    for (const bytes of [new Uint8Array(0), Uint8Array.of(1), Uint8Array.of(9, 1), Uint8Array.of(1, 99), Uint8Array.of(2, 1, 0, 1)]) {
+      assert.throws(() => decodeMessage(bytes, [addon.dup(fd)]), (e: any) => e instanceof mp.FrameDecodeError && e.code === 'ERR_TP_BAD_FRAME');
+    }
+    addon.close(fd);
+  });
+
+  test('random bytes never crash the decoder (property, 3000 cases)', () => {
+    const rand = prng(0x5eed);
+    const t = mp.full([3, 2], 1, { shared: true });
+    const valid = [encodeMessage(t).bytes.slice(), encodeMessage({ a: [t, 'x'], m: new Map([[1, t.select(0, 1)]]) }).bytes.slice(), encodeMessage([1, 'two', { three: 3 }]).bytes.slice()];
+    for (let i = 0; i < 3000; i++) {
+      let bytes: Uint8Array;
+      const mode = i % 3;
+      if (mode === 0) {
+        bytes = new Uint8Array(Math.floor(rand() * 300));
+        for (let k = 0; k < bytes.length; k++) bytes[k] = Math.floor(rand() * 256);
+        if (rand() < 0.5 && bytes.length > 2) {
+          bytes[0] = 1 + Math.floor(rand() * 3);
+          bytes[1] = 1;
+        }
+      } else {
+        // A valid frame with a few bytes flipped or cut short.
+        bytes = valid[Math.floor(rand() * valid.length)]!.slice();
+        for (let k = 0, n = 1 + Math.floor(rand() * 4); k < n; k++) bytes[2 + Math.floor(rand() * (bytes.length - 2))] = Math.floor(rand() * 256);
+        if (mode === 2) bytes = bytes.subarray(0, Math.floor(rand() * bytes.length));
+      }
+      const fds = rand() < 0.5 ? [addon.memfdCreate('r', 4096)] : [];
+      try {
+        const v = decodeMessage(bytes, fds);
+        if (v instanceof mp.Tensor) v.storage.isReleased();
+      } catch (e) {
+        assert.ok(mp.isTensorprocError(e), `case ${i}: a non-coded ${(e as Error)?.name}: ${(e as Error)?.message}`);
+      }
+    }
+    t.release();
+  });
+});
