@@ -1,0 +1,216 @@
+// The queue layer's API in one process and with children: timeouts, close, backpressure,
+// SimpleQueue, Pipe, Event, objects inside messages and in spawn arguments; every error path
+// checked for class and code.
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import * as mp from '../../src/index.js';
+import { checkLeaks } from '../helpers/leaks.js';
+
+checkLeaks();
+
+const targets = new URL('./fixtures/targets.js', import.meta.url);
+const target = (name: string) => ({ module: targets, export: name });
+const code = (c: string, C: Function) => (e: any): boolean => e?.code === c && e instanceof C;
+
+describe('Queue', () => {
+  test('put then get in one process; order kept; qsize and empty', async () => {
+    const q = new mp.Queue<number>();
+    assert.equal(q.empty(), true);
+    for (let i = 0; i < 1000; i++) await q.put(i);
+    assert.equal(q.qsize(), 1000);
+    assert.equal(q.empty(), false);
+    for (let i = 0; i < 1000; i++) assert.equal(await q.get(), i);
+    assert.equal(q.qsize(), 0);
+    q.close();
+  });
+
+  test('a put beyond what the socket holds is kept and delivered in order', async () => {
+    const q = new mp.Queue<Uint8Array>();
+    const n = 400;
+    for (let i = 0; i < n; i++) await q.put(new Uint8Array(32 * 1024).fill(i & 255));
+    for (let i = 0; i < n; i++) assert.equal((await q.get())[5], i & 255);
+    q.close();
+  });
+
+  test('get timeout: QueueEmptyError; getNowait likewise', async () => {
+    const q = new mp.Queue();
+    await assert.rejects(q.get({ timeout: 20 }), code('ERR_TP_QUEUE_EMPTY', mp.QueueEmptyError));
+    await assert.rejects(q.getNowait(), code('ERR_TP_QUEUE_EMPTY', mp.QueueEmptyError));
+    q.close();
+  });
+
+  test('maxsize: a put waits for a slot, and times out with QueueFullError', async () => {
+    const q = new mp.Queue<number>({ maxsize: 2 });
+    assert.equal(q.maxsize, 2);
+    await q.put(1);
+    await q.put(2);
+    assert.equal(q.full(), true);
+    await assert.rejects(q.put(3, { timeout: 20 }), code('ERR_TP_QUEUE_FULL', mp.QueueFullError));
+    await assert.rejects(q.putNowait(3), code('ERR_TP_QUEUE_FULL', mp.QueueFullError));
+    let done = false;
+    const pending = q.put(3).then(() => (done = true));
+    assert.equal(done, false);
+    assert.equal(await q.get(), 1);
+    await pending;
+    assert.equal(await q.get(), 2);
+    assert.equal(await q.get(), 3);
+    assert.equal(q.qsize(), 0);
+    q.close();
+  });
+
+  test('a tensor put on a full queue is not leaked when the put times out', async () => {
+    const q = new mp.Queue<mp.Tensor>({ maxsize: 1 });
+    const t = mp.full([4], 1, { shared: true });
+    const seg = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    await q.put(t);
+    const refs = seg.refcount();
+    await assert.rejects(q.put(t, { timeout: 10 }), { code: 'ERR_TP_QUEUE_FULL' });
+    assert.equal(seg.refcount(), refs);
+    (await q.get()).release();
+    q.close();
+  });
+
+  test('close(): waiting gets and puts reject with QueueClosedError, later calls too', async () => {
+    const q = new mp.Queue<number>({ maxsize: 1 });
+    await q.put(1);
+    const get2 = q.get(); // takes 1
+    const put = q.put(2);
+    const put3 = q.put(3);
+    assert.equal(await get2, 1);
+    await put;
+    q.close();
+    await assert.rejects(put3, code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
+    await assert.rejects(q.get(), code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
+    await assert.rejects(q.put(1), code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
+    assert.equal(q.isClosed(), true);
+    q.close(); // twice is fine
+  });
+
+  test('bad options: InvalidArgumentError', async () => {
+    assert.throws(() => new mp.Queue({ maxsize: 1.5 }), code('ERR_TP_INVALID_ARGUMENT', mp.InvalidArgumentError));
+    assert.throws(() => new mp.Queue({ maxsize: 2 ** 40 }), code('ERR_TP_INVALID_ARGUMENT', mp.InvalidArgumentError));
+    const q = new mp.Queue();
+    await assert.rejects(q.get({ timeout: -1 }), code('ERR_TP_INVALID_ARGUMENT', mp.InvalidArgumentError));
+    await assert.rejects(q.put(1, { timeout: Number.NaN }), code('ERR_TP_INVALID_ARGUMENT', mp.InvalidArgumentError));
+    q.close();
+  });
+
+  test('a value that cannot travel is refused before anything is sent', async () => {
+    const q = new mp.Queue();
+    await assert.rejects(q.put({ batch: { meta: { fn: () => 1 } } }), (e: any) => e instanceof mp.NotTransferableError && e.path === 'batch.meta.fn');
+    const full = new mp.Queue({ maxsize: 1 });
+    await full.put(0);
+    await assert.rejects(full.put({ f: Symbol('x') }), { code: 'ERR_TP_NOT_TRANSFERABLE', path: 'f' });
+    assert.equal(q.empty(), true);
+    q.close();
+    full.close();
+  });
+
+  test('a queue sent inside a message works, and comes back as the same object', async () => {
+    const q = new mp.Queue();
+    const reply = new mp.Queue<string>();
+    await q.put({ reply });
+    const got = (await q.get()) as { reply: mp.Queue<string> };
+    assert.equal(got.reply, reply);
+    q.close();
+    reply.close();
+  });
+
+  test('queues, a pipe end and an event in spawn arguments, both start methods', async () => {
+    for (const startMethod of ['spawn', 'thread'] as const) {
+      const go = new mp.Event();
+      const done = new mp.Event();
+      const ctx = await mp.startProcesses(target('eventRelay'), { args: [go, done], startMethod, join: false });
+      assert.equal(done.isSet(), false);
+      go.set();
+      assert.equal(await done.wait(20_000), true);
+      assert.equal(await ctx.join(), true);
+      go.close();
+      done.close();
+      const [a, b] = mp.Pipe();
+      const echo = await mp.startProcesses(target('pipeEcho'), { args: [b], startMethod, join: false });
+      const t = mp.full([2], 9);
+      await a.send({ t, s: 'hi' });
+      const back = (await a.recv()) as { t: mp.Tensor; s: string };
+      assert.equal(back.s, 'hi');
+      assert.deepEqual(back.t.toArray(), [9, 9]);
+      await a.send(null);
+      assert.equal(await echo.join(), true);
+      a.close();
+      b.close();
+      t[Symbol.dispose]();
+      back.t[Symbol.dispose]();
+    }
+  });
+});
+
+describe('SimpleQueue', () => {
+  test('put, get, empty, close', async () => {
+    const q = new mp.SimpleQueue<{ t: mp.Tensor }>();
+    assert.equal(q.empty(), true);
+    const t = mp.full([3], 2);
+    await q.put({ t });
+    assert.equal(q.empty(), false);
+    const got = await q.get();
+    assert.equal(got.t.storage, t.storage);
+    q.close();
+    await assert.rejects(q.get(), code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
+    await assert.rejects(q.put({ t }), code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
+    assert.throws(() => q.empty(), code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
+    t.release();
+  });
+});
+
+describe('Pipe', () => {
+  test('duplex send/recv/poll', async () => {
+    const [a, b] = mp.Pipe();
+    assert.equal(await b.poll(), false);
+    assert.equal(await b.poll(10), false);
+    const polled = b.poll(null);
+    await a.send([1, 2]);
+    assert.equal(await polled, true);
+    assert.deepEqual(await b.recv(), [1, 2]);
+    await b.send('back');
+    assert.equal(await a.recv(), 'back');
+    a.close();
+    b.close();
+  });
+
+  test('the other end closed: PipeClosedError on recv and on send', async () => {
+    const [a, b] = mp.Pipe();
+    const waiting = b.recv();
+    a.close();
+    await assert.rejects(waiting, code('ERR_TP_PIPE_CLOSED', mp.PipeClosedError));
+    await assert.rejects(b.send(1), code('ERR_TP_PIPE_CLOSED', mp.PipeClosedError));
+    b.close();
+  });
+
+  test('one-way pipes refuse the wrong direction; connections are not made with new', async () => {
+    const [r, w] = mp.Pipe(false);
+    await assert.rejects(r.send(1), code('ERR_TP_INVALID_ARGUMENT', mp.InvalidArgumentError));
+    await assert.rejects(w.recv(), code('ERR_TP_INVALID_ARGUMENT', mp.InvalidArgumentError));
+    await w.send(5);
+    assert.equal(await r.recv(), 5);
+    assert.throws(() => new mp.Connection(), code('ERR_TP_INVALID_ARGUMENT', mp.InvalidArgumentError));
+    r.close();
+    w.close();
+  });
+});
+
+describe('Event', () => {
+  test('set, clear, isSet, wait with and without timeout', async () => {
+    const e = new mp.Event();
+    assert.equal(e.isSet(), false);
+    assert.equal(await e.wait(0), false);
+    assert.equal(await e.wait(20), false);
+    const waiting = e.wait();
+    e.set();
+    assert.equal(await waiting, true);
+    assert.equal(e.isSet(), true);
+    e.clear();
+    assert.equal(e.isSet(), false);
+    await assert.rejects(e.wait(-5), code('ERR_TP_INVALID_ARGUMENT', mp.InvalidArgumentError));
+    e.close();
+    assert.throws(() => e.set(), code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
+  });
+});
