@@ -19,6 +19,7 @@ export interface TimeoutOptions {
 }
 
 const RESOLVED = Promise.resolve();
+const neverEmpty = (): Error => new QueueEmptyError('unreachable: a get without timeout waits');
 
 /** What a Queue holds; closing it frees the descriptors (see lifetime.ts). */
 class QueueCore {
@@ -131,7 +132,7 @@ export class Queue<T = unknown> {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#core.endpoint.receive(timeout, () => new QueueEmptyError(
+    return this.#core.endpoint.receive(timeout, timeout === null ? neverEmpty : () => new QueueEmptyError(
       timeout === 0 ? 'The queue is empty.' : `Nothing arrived on the queue within ${timeout} ms.`,
     )) as Promise<T>;
   }

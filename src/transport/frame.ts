@@ -52,6 +52,12 @@ const STRATEGIES: readonly SharingStrategy[] = ['file_descriptor', 'file_system'
 const scratch = new Uint8Array(8 * (4 + 2 * MAX_NDIM) + 256);
 const view = new DataView(scratch.buffer);
 const NO_FDS = new Int32Array(0);
+// Frames are sent (or kept, with their own copies) before the next encode: one array serves.
+const ONE_FD = new Int32Array(1);
+function oneFd(fd: number): Int32Array {
+  ONE_FD[0] = fd;
+  return ONE_FD;
+}
 
 // --- encoding -------------------------------------------------------------------------
 
@@ -96,7 +102,7 @@ function encodeTensor(t: Tensor): Frame {
   at = writeName(at, name);
   return {
     bytes: scratch.subarray(0, at),
-    fds: fd === null ? NO_FDS : Int32Array.of(fd),
+    fds: fd === null ? NO_FDS : oneFd(fd),
     abandon: () => abandonExport(exported),
   };
 }
@@ -290,6 +296,7 @@ class Rebuilder implements RebuildContext {
  * owned by it, the others are closed before this returns or throws.
  */
 export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknown {
+  if (bytes.length >= 24 && bytes[0] === KIND_TENSOR && bytes[1] === FRAME_VERSION) return decodeLoneTensor(bytes, fds);
   const ctx = new Rebuilder(fds);
   try {
     return decodeFrame(bytes, ctx, true);
@@ -298,6 +305,59 @@ export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknow
   } finally {
     ctx.closeUntaken();
   }
+}
+
+// The common case without the Rebuilder's bookkeeping: at most one descriptor, and it is
+// descriptor 0 (NOTE [Frames]).
+function decodeLoneTensor(bytes: Uint8Array, fds: readonly number[]): Tensor {
+  let fd = fds.length > 0 ? fds[0]! : null;
+  try {
+    for (let i = 1; i < fds.length; i++) addon.close(fds[i]!);
+    const dv = viewOf(bytes);
+    const at0 = bytes.byteOffset;
+    const dtype = DTYPE_CODES[bytes[2]!];
+    if (dtype === undefined) throw new FrameDecodeError(`A received tensor has dtype code ${bytes[2]}.`);
+    const ndim = bytes[3]!;
+    const nameAt = 24 + 16 * ndim;
+    if (nameAt + bytes[5]! > bytes.length) throw new FrameDecodeError('A received tensor message is truncated.');
+    const shape = new Array<number>(ndim);
+    const stride = new Array<number>(ndim);
+    let at = at0 + 24;
+    for (let i = 0; i < ndim; i++, at += 8) shape[i] = dv.getFloat64(at, true);
+    for (let i = 0; i < ndim; i++, at += 8) stride[i] = dv.getFloat64(at, true);
+    const offset = dv.getFloat64(at0 + 16, true);
+    checkTensorLayout(shape, stride, offset);
+    const strategy = STRATEGIES[bytes[4]!];
+    const nbytes = dv.getFloat64(at0 + 8, true);
+    if (strategy === undefined || !Number.isSafeInteger(nbytes) || nbytes < 0) throw new FrameDecodeError('A received tensor has a malformed storage handle.');
+    let handle: StorageHandle;
+    if (strategy === 'file_system') {
+      handle = { strategy, name: readName(bytes, nameAt, bytes[5]!), nbytes };
+      if (fd !== null) addon.close(fd);
+      fd = null;
+    } else {
+      if (fd === null) throw new FrameDecodeError('A received file_descriptor tensor came without its descriptor.');
+      handle = { strategy, name: null, nbytes };
+    }
+    const taken = fd;
+    fd = null; // importStorage takes it, whatever happens
+    return new Tensor(importStorage(handle, taken), dtype, shape, stride, offset);
+  } catch (e) {
+    if (fd !== null) addon.close(fd);
+    throw asDecodeError(e);
+  }
+}
+
+let lastBuffer: ArrayBufferLike | null = null;
+let lastView: DataView | null = null;
+
+/** A DataView over the whole buffer of `bytes` (the receive buffer: made once). */
+function viewOf(bytes: Uint8Array): DataView {
+  if (bytes.buffer !== lastBuffer) {
+    lastBuffer = bytes.buffer;
+    lastView = new DataView(bytes.buffer);
+  }
+  return lastView!;
 }
 
 function asDecodeError(e: unknown): Error {

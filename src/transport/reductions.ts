@@ -14,10 +14,18 @@ type TensorState = [storage: number, dtype: string, shape: number[], stride: num
 
 /** Checks a received layout before a Tensor is made of it (the constructor trusts its callers). */
 export function checkTensorLayout(shape: unknown, stride: unknown, offset: unknown): void {
-  const ints = (a: unknown): boolean => Array.isArray(a) && a.every((x) => Number.isSafeInteger(x) && x >= 0);
-  if (!ints(shape) || !ints(stride) || (shape as number[]).length !== (stride as number[]).length || !Number.isSafeInteger(offset) || (offset as number) < 0) {
+  if (!naturals(shape) || !naturals(stride) || (shape as number[]).length !== (stride as number[]).length || !Number.isSafeInteger(offset) || (offset as number) < 0) {
     throw new FrameDecodeError('A received tensor has an invalid shape, stride or offset.');
   }
+}
+
+function naturals(a: unknown): boolean {
+  if (!Array.isArray(a)) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    if (!Number.isSafeInteger(x) || x < 0) return false;
+  }
+  return true;
 }
 
 /**
