@@ -98,12 +98,8 @@ process.on('exit', () => {
   received.clear();
 });
 
-/**
- * Gives back the shared memory this process keeps for reuse: free segments of its cache and
- * parked mappings of received ones (like torch.cuda.empty_cache()). Tensors in use are not
- * affected.
- */
-export function emptyCache(): void {
+/** Drops the free segments of the cache and the parked mappings (see emptyCache in handle.ts). */
+export function emptySegmentCaches(): void {
   cache.clear();
   received.clear();
 }

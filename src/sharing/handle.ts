@@ -4,7 +4,7 @@
 import { addon } from '../native/index.js';
 import { Storage } from '../tensor/index.js';
 import { BadHandleError } from '../errors.js';
-import { Lease, received } from './allocator.js';
+import { Lease, received, emptySegmentCaches } from './allocator.js';
 import { Segment } from './segment.js';
 import type { SharingStrategy } from './strategy.js';
 
@@ -20,6 +20,44 @@ export interface ExportedStorage {
   /** The descriptor to send with the message (still owned by the sender), or null. */
   readonly fd: number | null;
   readonly segment: Segment;
+}
+
+// NOTE [Kept descriptors]
+// A receiver must not hold one descriptor per received tensor (PyTorch's "Too many open
+// files"), yet a memfd can only be passed on, or sent back to its owner as the same memory,
+// with a descriptor. So a receiver keeps the descriptors of the segments it received most
+// recently, at most KEEP_FDS of them, and closes the oldest beyond that: forwarding a tensor
+// soon after receiving it (a pipeline stage, a worker returning its argument) sends the
+// same memory; forwarding one whose descriptor was closed copies it once into a segment of
+// this process (exportStorage). Owners keep their own segments' descriptors in their cache.
+const KEEP_FDS = Number(process.env.TENSORPROC_KEEP_FDS) >= 0 ? Number(process.env.TENSORPROC_KEEP_FDS) : 16;
+const kept = new Map<Segment, true>(); // insertion order: least recently used first
+
+/** Keeps `fd` for `segment` (null: the segment holds its descriptor already). */
+function keep(segment: Segment, fd: number | null): void {
+  if (fd !== null) segment.keepFd(fd);
+  if (KEEP_FDS === 0) {
+    segment.closeFd();
+    return;
+  }
+  kept.delete(segment);
+  kept.set(segment, true);
+  if (kept.size > KEEP_FDS) {
+    const [oldest] = kept.keys();
+    kept.delete(oldest!);
+    oldest!.closeFd();
+  }
+}
+
+/**
+ * Gives back the shared memory and descriptors this process keeps for reuse: free segments
+ * of its cache, parked mappings of received ones, and kept descriptors (NOTE [Kept
+ * descriptors]), like torch.cuda.empty_cache(). Tensors in use are not affected.
+ */
+export function emptyCache(): void {
+  for (const segment of kept.keys()) segment.closeFd();
+  kept.clear();
+  emptySegmentCaches();
 }
 
 // Shared storages of this process by segment key, so that one segment received twice, or
@@ -45,10 +83,14 @@ export function exportStorage(storage: Storage): ExportedStorage {
   storage.shareMemory();
   let lease = storage.backing as Lease;
   let segment = lease.segment;
+  if (kept.has(segment)) {
+    kept.delete(segment); // most recently used now
+    kept.set(segment, true);
+  }
   if (segment.strategy === 'file_descriptor' && segment.fd === null) {
-    // A receiver closed this memfd's descriptor right after mapping it (so that holding many
-    // tensors costs no descriptors), and cannot pass it on. The storage moves into a
-    // segment of this process instead: one copy, then it travels like any other.
+    // A receiver closed this memfd's descriptor (NOTE [Kept descriptors]) and cannot pass it
+    // on. The storage moves into a segment of this process instead: one copy, then it
+    // travels like any other.
     storage.rebase();
     lease = storage.backing as Lease;
     segment = lease.segment;
@@ -65,7 +107,7 @@ export function abandonExport(exported: ExportedStorage): void {
 
 /**
  * The Storage for a received handle. Adopts the reference the sender added; takes the
- * descriptor (closes it). A handle that does not fit its segment is a BadHandleError, a
+ * descriptor (keeps it for a while, NOTE [Kept descriptors], or closes it). A handle that does not fit its segment is a BadHandleError, a
  * segment that no longer exists a SegmentGoneError.
  */
 export function importStorage(handle: StorageHandle, fd: number | null): Storage {
@@ -87,7 +129,12 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
   const existing = byKey.get(key)?.deref();
   const held = existing?.backing as Lease | null | undefined;
   if (existing !== undefined && !existing.isReleased() && held != null && held.segment.key === key) {
-    if (fd !== null) addon.close(fd);
+    // A received segment whose descriptor was closed takes this one; an owner (which always
+    // has its own) or a receiver that kept one closes it.
+    if (fd !== null) {
+      if (held.segment.fd === null) keep(held.segment, fd);
+      else addon.close(fd);
+    }
     // This process already holds the segment: the message's reference is not needed, and a
     // refused message must not keep it either (it would pin the segment for ever).
     held.segment.releaseInFlight();
@@ -98,14 +145,18 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
   let segment: Segment;
   if (parked !== undefined) {
     segment = parked.segment;
-    if (fd !== null) addon.close(fd);
     if (nbytes > segment.capacity) {
+      if (fd !== null) addon.close(fd);
       segment.releaseInFlight(); // refused: the message's reference is dropped, not kept
       received.park(segment, parked.spare);
       throw new BadHandleError(`A handle claims ${nbytes} bytes but its segment holds ${segment.capacity}.`);
     }
+    if (fd !== null) keep(segment, fd);
+  } else if (strategy === 'file_system') {
+    segment = Segment.openName(name!, nbytes);
   } else {
-    segment = strategy === 'file_system' ? Segment.openName(name!, nbytes) : Segment.openFd(fd!, nbytes);
+    segment = Segment.openFd(fd!, nbytes, true);
+    keep(segment, null);
   }
   // The sender's reference for this message becomes this process's hold (its slot).
   segment.adoptInFlight();

@@ -174,6 +174,22 @@ export class Segment {
     return this.#fd;
   }
 
+  /**
+   * A receiver keeps a descriptor it was sent for this memfd (so it can pass the segment
+   * on: NOTE [Kept descriptors] in handle.ts); a second one is closed at once.
+   */
+  keepFd(fd: number): void {
+    if (this.#fd === null && !this.#unmapped) this.#fd = fd;
+    else addon.close(fd);
+  }
+
+  /** Closes the kept descriptor; the mapping stays. */
+  closeFd(): void {
+    if (this.#fd === null) return;
+    addon.close(this.#fd);
+    this.#fd = null;
+  }
+
   refcount(): number {
     return Atomics.load(this.header, W_REFS);
   }
