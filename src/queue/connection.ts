@@ -4,7 +4,7 @@
 // messages, never parts.
 import { addon, systemError } from '../native/index.js';
 import { InvalidArgumentError, PipeClosedError } from '../errors.js';
-import { Endpoint, checkTimeout, encodeMessage, registerReduction } from '../transport/index.js';
+import { Endpoint, checkTimeout, registerReduction } from '../transport/index.js';
 import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
 
 const READABLE = 1;
@@ -41,20 +41,8 @@ export class Connection<T = unknown> {
 
   /** Sends `obj` to the other end; resolves once it is on its way. */
   send(obj: T): Promise<void> {
-    try {
-      if (!this.writable) throw new InvalidArgumentError('This end of a one-way Pipe only receives: send on the other end.');
-      if (this.#endpoint.closed) throw this.#endpoint.closedError();
-      const frame = encodeMessage(obj);
-      try {
-        this.#endpoint.send(frame);
-      } catch (e) {
-        frame.abandon();
-        throw e;
-      }
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return Promise.resolve();
+    if (!this.writable) return Promise.reject(new InvalidArgumentError('This end of a one-way Pipe only receives: send on the other end.'));
+    return this.#endpoint.sendValue(obj);
   }
 
   /** The next message from the other end; PipeClosedError once the other end is closed everywhere. */

@@ -1,7 +1,7 @@
 // SimpleQueue: torch.multiprocessing.SimpleQueue. Unbounded, no timeouts, no shared state:
 // just the socketpair of a Queue (NOTE [Frames], NOTE [Sending without blocking]).
 import { addon, systemError } from '../native/index.js';
-import { Endpoint, encodeMessage, registerReduction } from '../transport/index.js';
+import { Endpoint, registerReduction } from '../transport/index.js';
 import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
 
 let adopting: Endpoint | null = null;
@@ -28,19 +28,7 @@ export class SimpleQueue<T = unknown> {
 
   /** Puts `obj` on the queue; resolves once it is in the queue. */
   put(obj: T): Promise<void> {
-    try {
-      if (this.#endpoint.closed) throw this.#endpoint.closedError();
-      const frame = encodeMessage(obj);
-      try {
-        this.#endpoint.send(frame);
-      } catch (e) {
-        frame.abandon();
-        throw e;
-      }
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return Promise.resolve();
+    return this.#endpoint.sendValue(obj);
   }
 
   /** The next message, waiting as long as it takes. */

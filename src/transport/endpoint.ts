@@ -14,7 +14,7 @@
 // that stops (or is killed) leaves every message it did not take to the others.
 import { addon, EAGAIN, systemError } from '../native/index.js';
 import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError } from '../errors.js';
-import { decodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
+import { decodeMessage, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
 import { transportAddon } from './native.js';
 
@@ -114,6 +114,26 @@ export class Endpoint {
     const kept = keepFrame(frame);
     this.#backlog.push(kept);
     if (this.#backlog.length === 1) this.sendWatcher.onWritable(this.#flush);
+  }
+
+  /**
+   * Encodes `value` and sends it; a value that cannot be sent leaves nothing behind (its
+   * storages' in-flight references are given back). Returns a promise, as put/send do.
+   */
+  sendValue(value: unknown): Promise<void> {
+    try {
+      if (this.#closed) throw this.closedError();
+      const frame = encodeMessage(value);
+      try {
+        this.send(frame);
+      } catch (e) {
+        frame.abandon();
+        throw e;
+      }
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return Promise.resolve();
   }
 
   /** Frames sent but still waiting in this process for room in the socket. */
