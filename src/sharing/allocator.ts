@@ -15,8 +15,26 @@ interface Spare {
 export const cache = new SegmentCache<Spare>();
 export const received = new ReceiveCache<Spare>();
 
-/** Segments with a live lease in this process, owned or received. */
-const live = new Set<Segment>();
+// Segments that have had a lease in this process, for the exit cleanup (those with a live
+// lease then drop their hold). A segment is listed once, not on every lease: a Set add and
+// delete per allocation was the largest cost of a recycled allocation. Unmapped segments
+// are pruned when the list has doubled.
+const everLeased = new Set<Segment>();
+let pruneAt = 1024;
+
+function track(segment: Segment): void {
+  segment.tracked = true;
+  everLeased.add(segment);
+  if (everLeased.size > pruneAt) {
+    for (const s of everLeased) {
+      if (s.unmapped) {
+        everLeased.delete(s);
+        s.tracked = false;
+      }
+    }
+    pruneAt = Math.max(1024, everLeased.size * 2);
+  }
+}
 
 interface LeaseState {
   readonly segment: Segment;
@@ -38,7 +56,7 @@ const finalizer = new FinalizationRegistry<LeaseState>((state) => endLease(state
 function endLease(state: LeaseState, spare: Spare | null): void {
   if (state.ended) return;
   state.ended = true;
-  live.delete(state.segment);
+  state.segment.leased = false;
   if (state.owned) {
     cache.give(state.segment, spare);
   } else {
@@ -63,7 +81,8 @@ export class Lease implements SharedBacking {
       this.#state = { segment, owned, ended: false };
       finalizer.register(this.buffer, this.#state, this.#state);
     }
-    live.add(segment);
+    segment.leased = true;
+    if (!segment.tracked) track(segment);
   }
 
   get segment(): Segment {
@@ -92,8 +111,8 @@ setSharedAllocator((nbytes) => {
 // At exit this process lets go of everything, so that the last holder of a named segment
 // removes its name (NOTE [Segment lifetime]). Killed processes are the manager's job.
 process.on('exit', () => {
-  for (const seg of live) seg.drop();
-  live.clear();
+  for (const seg of everLeased) if (seg.leased) seg.drop();
+  everLeased.clear();
   cache.clear();
   received.clear();
 });

@@ -49,6 +49,10 @@ export class Segment {
   readonly header: Int32Array;
   #fd: number | null;
   #unmapped = false;
+  /** Managed by allocator.ts: a lease on this segment is live in this process. */
+  leased = false;
+  /** Managed by allocator.ts: listed for the exit cleanup. */
+  tracked = false;
   /** Count word of this process's slot: -2 not looked up yet, -1 none free. */
   #slot = -2;
 
@@ -167,6 +171,10 @@ export class Segment {
       throw new BadHandleError('A received segment has no tensorproc header: the handle is corrupt or not from tensorproc.');
     }
     return seg;
+  }
+
+  get unmapped(): boolean {
+    return this.#unmapped;
   }
 
   /** The memfd to send, or null (named segments, or a receiver that closed it). */
