@@ -82,8 +82,24 @@ export class Slots {
   taken(): void {
     const w = this.#words;
     Atomics.sub(w, COUNT, 1);
-    if (Atomics.load(w, WAITERS) > 0) this.#notify();
+    if (Atomics.load(w, WAITERS) > 0) this.#notifySoon();
   }
+
+  // A consumer usually takes several messages in one turn of its event loop (each get that
+  // finds a message resolves at once, and the next runs in the same turn). The notice goes
+  // at the end of that turn, once: a producer kept waiting by a full queue is then woken
+  // once per batch of freed slots, not once per message (a send and a wake-up each), and
+  // never later than the end of the turn that freed its slot.
+  #notifyScheduled = false;
+  #notifySoon(): void {
+    if (this.#notifyScheduled) return;
+    this.#notifyScheduled = true;
+    setImmediate(this.#notifyNow);
+  }
+  readonly #notifyNow = (): void => {
+    this.#notifyScheduled = false;
+    if (Atomics.load(this.#words, WAITERS) > 0) this.#notify();
+  };
 
   #notify(): void {
     if (Atomics.compareExchange(this.#words, NOTICED, 0, 1) !== 0) return; // one is on its way

@@ -234,7 +234,10 @@ export class Segment {
   }
 
   #ownSlot(): number {
-    if (this.#slot === -2) this.#slot = claimSlot(this.header, process.pid);
+    // Slots exist for the manager, which only ever reclaims named segments: a memfd dies with
+    // its last holder whatever the count says, so receivers of one keep no slot (a claim is
+    // a scan of the header, and every hold would cost one more atomic operation).
+    if (this.#slot === -2) this.#slot = this.name === null ? -1 : claimSlot(this.header, process.pid);
     return this.#slot;
   }
 
