@@ -65,6 +65,9 @@ export function emptyCache(): void {
 const byKey = new Map<string, WeakRef<Storage>>();
 
 function remember(key: string, storage: Storage): void {
+  // A storage sent again and again (a producer reusing one tensor) is remembered once: a
+  // WeakRef per message is garbage the collector must trace specially.
+  if (byKey.get(key)?.deref() === storage) return;
   byKey.set(key, new WeakRef(storage));
   if (byKey.size > 1024 && byKey.size % 1024 === 0) {
     for (const [k, ref] of byKey) {
