@@ -77,7 +77,8 @@ try {
   for (let r = 0; r < runs; r++) {
     for (const startMethod of ['spawn', 'thread'] as const) {
       const stamp = join(dir, `stamp-${startMethod}-${r}`);
-      const ctx = await startProcesses({ module: failModule }, { args: [stamp], nprocs: 2, join: false, startMethod });
+      const ctx = startProcesses({ module: failModule }, { args: [stamp], nprocs: 2, join: false, startMethod });
+      await ctx.started;
       const failed = ctx.processes[0]!.exited.then(() => performance.timeOrigin + performance.now());
       const done = await ctx.join().then(
         () => NaN,

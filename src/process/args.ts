@@ -15,10 +15,13 @@
 // (nprocs) in-flight references are added for each storage. A process child owns the
 // descriptors it was given (its bootstrap made them its own); a thread child borrows its
 // parent's, so it decodes from duplicates.
+// Arguments with no tensorproc object in them (the common case, and W2's) are plain V8
+// serializer output, so that a child decodes them without loading the transport, the
+// sharing layer and the manager client: that would add tens of milliseconds to every start.
+// The first byte says which (PLAIN or FRAME). Encoding is in args-encode.ts (parent side).
+import { deserialize } from 'node:v8';
 import { isMainThread } from 'node:worker_threads';
-import { addon } from '../native/index.js';
-import { encodeMessage, decodeMessage } from '../transport/index.js';
-import { InvalidArgumentError } from '../errors.js';
+import { addon } from '../native/addon.js';
 
 export interface EncodedArgs {
   bytes: Uint8Array;
@@ -28,14 +31,22 @@ export interface EncodedArgs {
 /** The first stdio slot of a process child that holds an argument descriptor (3 is the control channel). */
 export const CHILD_FD_BASE = 4;
 
-export function encodeArgs(args: readonly unknown[], copies = 1): EncodedArgs {
-  const frame = encodeMessage(args, 'args', copies);
-  return { bytes: frame.bytes.slice(), fds: Array.from(frame.fds) };
-}
+/** First byte of encoded arguments: plain V8 serializer output, or a transport frame. */
+export const PLAIN = 0;
+export const FRAME = 1;
 
-export function decodeArgs(bytes: Uint8Array, fds: readonly number[]): unknown[] {
-  const own = isMainThread ? fds.slice() : fds.map((fd) => addon.dup(fd));
-  const args = decodeMessage(bytes, own);
-  if (!Array.isArray(args)) throw new InvalidArgumentError('The spawn arguments did not decode to an array.');
+export async function decodeArgs(bytes: Uint8Array, fds: readonly number[]): Promise<unknown[]> {
+  let args: unknown;
+  if (bytes[0] === PLAIN) {
+    args = deserialize(bytes.subarray(1));
+  } else {
+    // The whole library, not only the transport: rebuilding a Queue or an Event needs their
+    // reductions registered, and the target may not have imported tensorproc itself.
+    const { decodeMessage } = await import('../transport/index.js');
+    await import('../index.js');
+    const own = isMainThread ? fds.slice() : fds.map((fd) => addon.dup(fd));
+    args = decodeMessage(bytes.subarray(1), own);
+  }
+  if (!Array.isArray(args)) throw new TypeError('The spawn arguments did not decode to an array.');
   return args;
 }

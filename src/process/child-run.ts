@@ -34,7 +34,7 @@ export async function runTarget(
     onLoaded();
     const fn = ns[start.exportName];
     if (typeof fn !== 'function') throw new TypeError(`${start.module} export '${start.exportName}' is not a function in the child`);
-    await fn(start.index, ...decodeArgs(start.args, fds));
+    await fn(start.index, ...(await decodeArgs(start.args, fds)));
   } catch (e) {
     fail(e);
   }

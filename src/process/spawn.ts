@@ -1,7 +1,8 @@
 // spawn() and startProcesses(): check everything, then start nprocs children that each run
 // fn(i, ...args), and either join them or hand back their ProcessContext.
 import { InvalidArgumentError } from '../errors.js';
-import { encodeArgs, CHILD_FD_BASE } from './args.js';
+import { CHILD_FD_BASE } from './args.js';
+import { encodeArgs } from './args-encode.js';
 import type { ChildHandle } from './child-handle.js';
 import { ProcessContext } from './context.js';
 import { childExecArgv, loaderApiForThreads } from './exec-argv.js';

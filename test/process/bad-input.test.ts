@@ -18,8 +18,10 @@ import {
   ProcessExitedException,
   ProcessRaisedException,
   isTensorprocError,
+  Queue,
 } from '../../src/index.js';
-import { decodeArgs, encodeArgs } from '../../src/process/args.js';
+import { decodeArgs, PLAIN } from '../../src/process/args.js';
+import { encodeArgs } from '../../src/process/args-encode.js';
 
 checkLeaks();
 
@@ -123,11 +125,22 @@ describe('bad input is a coded error before any process starts', () => {
 });
 
 describe('arguments', () => {
-  it('structured-clonable values round-trip through args.ts', () => {
+  it('structured-clonable values round-trip through args.ts, as plain V8 serializer output', async () => {
     const args = [1, 'two', { three: [3n, new Date(0)] }, new Map([[1, new Set([2])]]), new Float32Array([1.5]), null, undefined];
     const { bytes, fds } = encodeArgs(args);
     assert.deepEqual(fds, []);
-    assert.deepEqual(decodeArgs(bytes, fds), args);
+    assert.equal(bytes[0], PLAIN, 'no tensorproc object: the child needs no transport to decode');
+    assert.deepEqual(await decodeArgs(bytes, fds), args);
+  });
+
+  it('a queue passed to a target that never imports tensorproc still arrives', async () => {
+    const q = new Queue<string>();
+    try {
+      await spawn({ module: new URL('./fixtures/no-import.js', import.meta.url) }, { args: [q] });
+      assert.equal(await q.get(), 'hello from a module that imports nothing');
+    } finally {
+      q.close();
+    }
   });
 });
 
