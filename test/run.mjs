@@ -20,5 +20,6 @@ if (chosen.length === 0) {
   console.error(`no test files matched ${filters.join(' ')}`);
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--expose-gc', '--test', '--test-concurrency=1', ...chosen], { stdio: 'inherit' });
+// A test that hangs fails after 3 minutes instead of holding CI until its own limit.
+const r = spawnSync(process.execPath, ['--expose-gc', '--test', '--test-concurrency=1', '--test-timeout=180000', ...chosen], { stdio: 'inherit' });
 process.exit(r.status ?? 1);

@@ -31,6 +31,10 @@ export const WAITERS = 1;
 export const NOTICED = 2;
 
 const NOTICE = Uint8Array.of(1);
+
+/** Slots with a notice scheduled for the end of this turn (see Slots.#notifySoon). */
+const pendingNotices = new Set<Slots>();
+let exitHookInstalled = false;
 const noticeBuffer = new Uint8Array(64);
 const noticeFds = new Int32Array(2);
 
@@ -90,14 +94,25 @@ export class Slots {
   // at the end of that turn, once: a producer kept waiting by a full queue is then woken
   // once per batch of freed slots, not once per message (a send and a wake-up each), and
   // never later than the end of the turn that freed its slot.
+  // A process that exits in that same turn (process.exit() right after a get) sends its
+  // pending notices from the exit hook, so a waiting producer is never left without one.
   #notifyScheduled = false;
   #notifySoon(): void {
     if (this.#notifyScheduled) return;
     this.#notifyScheduled = true;
+    pendingNotices.add(this);
+    if (!exitHookInstalled) {
+      exitHookInstalled = true;
+      process.on('exit', () => {
+        for (const slots of pendingNotices) slots.#notifyNow();
+      });
+    }
     setImmediate(this.#notifyNow);
   }
   readonly #notifyNow = (): void => {
+    if (!this.#notifyScheduled) return;
     this.#notifyScheduled = false;
+    pendingNotices.delete(this);
     if (Atomics.load(this.#words, WAITERS) > 0) this.#notify();
   };
 

@@ -7,7 +7,7 @@ import { ReceiveCache } from './receive-cache.js';
 import type { Segment } from './segment.js';
 
 /** A lease buffer that never reached user code, and its state, kept for the next lease. */
-interface Spare {
+export interface Spare {
   readonly buffer: ArrayBuffer;
   readonly state: LeaseState;
 }

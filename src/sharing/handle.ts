@@ -1,16 +1,22 @@
 // Storages across process boundaries: what travels (a handle, plus a descriptor under
 // file_descriptor) and how a received handle becomes a Storage again. The transport's
 // reduce/rebuild registry builds on these two functions.
-import { addon } from '../native/index.js';
+import { addon, systemError } from '../native/index.js';
 import { Storage } from '../tensor/index.js';
 import { BadHandleError } from '../errors.js';
-import { Lease, received, emptySegmentCaches } from './allocator.js';
+import { Lease, received, emptySegmentCaches, type Spare } from './allocator.js';
 import { Segment } from './segment.js';
 import type { SharingStrategy } from './strategy.js';
 
 export interface StorageHandle {
   readonly strategy: SharingStrategy;
-  /** The segment name under file_system; null under file_descriptor (the fd travels). */
+  /**
+   * The segment name under file_system. Under file_descriptor (the memfd travels with the
+   * message) the segment's identity, `fd:<dev>:<ino>`, or null: a receiver that already maps
+   * that segment then knows it without an fstat. It trusts the hint only to find a mapping it
+   * already has (a sender of the same user could mislabel its own data, nothing more: sizes
+   * are checked); a segment it does not have is identified by fstat.
+   */
   readonly name: string | null;
   readonly nbytes: number;
 }
@@ -100,7 +106,8 @@ export function exportStorage(storage: Storage): ExportedStorage {
   }
   remember(segment.key, storage);
   segment.retain();
-  return { handle: { strategy: segment.strategy, name: segment.name, nbytes: storage.nbytes }, fd: segment.fd, segment };
+  const name = segment.strategy === 'file_system' ? segment.name : segment.key;
+  return { handle: { strategy: segment.strategy, name, nbytes: storage.nbytes }, fd: segment.fd, segment };
 }
 
 /** Undoes exportStorage() for a message that was not sent. */
@@ -115,16 +122,42 @@ export function abandonExport(exported: ExportedStorage): void {
  */
 export function importStorage(handle: StorageHandle, fd: number | null): Storage {
   const { strategy, name, nbytes } = handle;
-  let key: string;
   if (strategy === 'file_system') {
     if (fd !== null) addon.close(fd);
     if (typeof name !== 'string') throw new BadHandleError('A file_system handle arrived without a segment name.');
-    key = `fs:${name}`;
-  } else {
-    if (fd === null) throw new BadHandleError('A file_descriptor handle arrived without its descriptor.');
+    return importKnown(`fs:${name}`, nbytes, null) ?? importNew(Segment.openName(name, nbytes), nbytes, null);
+  }
+  if (fd === null) throw new BadHandleError('A file_descriptor handle arrived without its descriptor.');
+  // The sender's identity hint finds a mapping this process has without an fstat; when it
+  // finds none, the descriptor's real identity is looked up once more (a hint may be stale
+  // or wrong), and only then is the memfd mapped.
+  const hint = typeof name === 'string' && name.startsWith('fd:') ? name : null;
+  if (hint !== null) {
+    const found = importKnown(hint, nbytes, fd);
+    if (found !== null) return found;
+  }
+  let key: string;
+  try {
     const [, dev, ino] = addon.fstat(fd);
     key = `fd:${dev}:${ino}`;
+  } catch (e) {
+    addon.close(fd);
+    throw systemError(e, 'opening a shared segment received by descriptor');
   }
+  if (key !== hint) {
+    const found = importKnown(key, nbytes, fd);
+    if (found !== null) return found;
+  }
+  const segment = Segment.openFd(fd, nbytes, true); // takes the descriptor, even when it throws
+  keep(segment, null);
+  return importNew(segment, nbytes, null);
+}
+
+/**
+ * The storage for a segment this process holds or has parked, or null. Takes `fd` when it
+ * returns a storage (or throws); leaves it to the caller when it returns null.
+ */
+function importKnown(key: string, nbytes: number, fd: number | null): Storage | null {
   // Only a storage still over this very segment is the one that arrived: a storage that
   // moved since it was remembered (rebase(), when it was sent on from a process that had
   // closed its descriptor) has left the old segment to its producer, who may have refilled
@@ -145,25 +178,22 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
     return existing;
   }
   const parked = received.take(key);
-  let segment: Segment;
-  if (parked !== undefined) {
-    segment = parked.segment;
-    if (nbytes > segment.capacity) {
-      if (fd !== null) addon.close(fd);
-      segment.releaseInFlight(); // refused: the message's reference is dropped, not kept
-      received.park(segment, parked.spare);
-      throw new BadHandleError(`A handle claims ${nbytes} bytes but its segment holds ${segment.capacity}.`);
-    }
-    if (fd !== null) keep(segment, fd);
-  } else if (strategy === 'file_system') {
-    segment = Segment.openName(name!, nbytes);
-  } else {
-    segment = Segment.openFd(fd!, nbytes, true);
-    keep(segment, null);
+  if (parked === undefined) return null;
+  const segment = parked.segment;
+  if (nbytes > segment.capacity) {
+    if (fd !== null) addon.close(fd);
+    segment.releaseInFlight(); // refused: the message's reference is dropped, not kept
+    received.park(segment, parked.spare);
+    throw new BadHandleError(`A handle claims ${nbytes} bytes but its segment holds ${segment.capacity}.`);
   }
-  // The sender's reference for this message becomes this process's hold (its slot).
+  if (fd !== null) keep(segment, fd);
+  return importNew(segment, nbytes, parked.spare);
+}
+
+/** A new storage over a segment this process maps; the message's reference becomes its hold. */
+function importNew(segment: Segment, nbytes: number, spare: Spare | null): Storage {
   segment.adoptInFlight();
-  const storage = Storage.fromBacking(new Lease(segment, nbytes, false, parked?.spare ?? null), nbytes);
-  remember(key, storage);
+  const storage = Storage.fromBacking(new Lease(segment, nbytes, false, spare), nbytes);
+  remember(segment.key, storage);
   return storage;
 }

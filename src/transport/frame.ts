@@ -337,7 +337,7 @@ function decodeLoneTensor(bytes: Uint8Array, fds: readonly number[]): Tensor {
       fd = null;
     } else {
       if (fd === null) throw new FrameDecodeError('A received file_descriptor tensor came without its descriptor.');
-      handle = { strategy, name: null, nbytes };
+      handle = { strategy, name: bytes[5] ? readName(bytes, nameAt, bytes[5]!) : null, nbytes };
     }
     const taken = fd;
     fd = null; // importStorage takes it, whatever happens

@@ -51,7 +51,7 @@ function storageHandle(state: unknown, ctx: RebuildContext): { handle: StorageHa
   if (!Number.isSafeInteger(nbytes) || nbytes < 0) throw new FrameDecodeError('A received storage has an invalid size.');
   if (strategy === 'file_system' && typeof name !== 'string') throw new FrameDecodeError('A received file_system storage has no name.');
   const fd = strategy === 'file_descriptor' ? ctx.takeFd(fdIndex) : null;
-  return { handle: { strategy, name: strategy === 'file_system' ? name : null, nbytes }, fd };
+  return { handle: { strategy, name: typeof name === 'string' ? name : null, nbytes }, fd };
 }
 
 registerReduction<Storage>({

@@ -61,6 +61,19 @@ test('a storage received twice is one storage; two views of it share memory', ()
   t.release();
 });
 
+test('file_descriptor: the identity hint only finds mappings this process has; a wrong hint costs an fstat, not the data', () => {
+  const t = mp.full([4], 7, { shared: true });
+  const a = exportStorage(t.storage);
+  assert.match(a.handle.name!, /^fd:\d+:\d+$/, 'the sender names the memfd by its identity');
+  // this process holds the segment: the hint finds it, the same storage comes back
+  assert.equal(importStorage(a.handle, addon.dup(a.fd!)), t.storage);
+  // a hint naming nothing known here: the segment is identified by its descriptor
+  const b = exportStorage(t.storage);
+  const other = importStorage({ ...b.handle, name: 'fd:0:0' }, addon.dup(b.fd!));
+  assert.equal(other, t.storage, 'fstat found the real identity');
+  t.release();
+});
+
 test('a handle to a vanished segment is ERR_TP_SEGMENT_GONE; a lying handle ERR_TP_BAD_HANDLE', () => {
   assert.throws(() => importStorage({ strategy: 'file_system', name: '/tensorproc_1_0000000000000000', nbytes: 4 }, null),
     (e: any) => e.code === 'ERR_TP_SEGMENT_GONE');
