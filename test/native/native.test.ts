@@ -54,7 +54,7 @@ describe('segments', () => {
 
 describe('mappings', () => {
   test('ArrayBuffer and SharedArrayBuffer over one mapping; unmapped after the last view', async () => {
-    const [maps0, unmaps0] = addon.mappingStats();
+    const [maps0] = addon.mappingStats();
     const fd = addon.memfdCreate('tensorproc-test', 4096);
     let m = addon.map(fd, 4096);
     addon.close(fd); // a mapping outlives its descriptor
@@ -215,7 +215,7 @@ describe('channels', () => {
     const [a, b] = addon.socketpair();
     try {
       const got = await new Promise<number>((resolve) => {
-        const poll = new addon.Poll(b, (status, events) => {
+        const poll = new addon.Poll(b, (_status, events) => {
           poll.close();
           resolve(events);
         });
