@@ -118,6 +118,15 @@ Napi::Value Detach(const Napi::CallbackInfo& info) {
 
 // stats() -> [maps, unmaps] since the process started (all threads): lets tests see that a
 // recycled segment caused no new mapping.
+// mappingRefs(mapping) -> holders of the memory: the handle (until unmap) plus every live
+// buffer over it, wherever it lives now (a buffer transferred to another thread keeps its
+// backing store, and so its hold). Lets the recycling cache see a buffer that left.
+Napi::Value Refs(const Napi::CallbackInfo& info) {
+  Mapping* m = ArgMapping(info, 0);
+  if (!m) return info.Env().Undefined();
+  return Napi::Number::New(info.Env(), static_cast<double>(m->refs.load(std::memory_order_acquire)));
+}
+
 Napi::Value Stats(const Napi::CallbackInfo& info) {
   Napi::Array out = Napi::Array::New(info.Env(), 2);
   out.Set(0u, Napi::Number::New(info.Env(), static_cast<double>(g_maps.load())));
@@ -134,6 +143,7 @@ void InitMapping(Napi::Env env, Napi::Object exports) {
   exports.Set("unmap", Napi::Function::New(env, Unmap));
   exports.Set("detach", Napi::Function::New(env, Detach));
   exports.Set("mappingStats", Napi::Function::New(env, Stats));
+  exports.Set("mappingRefs", Napi::Function::New(env, Refs));
 }
 
 }  // namespace tp

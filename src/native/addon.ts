@@ -36,6 +36,8 @@ export interface Addon {
   detach(ab: ArrayBuffer): void;
   /** [maps, unmaps] since the process started, all threads. */
   mappingStats(): [number, number];
+  /** Holders of a mapping's memory: its handle and every live buffer over it. */
+  mappingRefs(m: NativeMapping): number;
 
   futexWait(m: NativeMapping, byteOffset: number, expected: number, timeoutMs: number): FutexResult;
   futexWake(m: NativeMapping, byteOffset: number, count: number): number;

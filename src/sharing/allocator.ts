@@ -39,6 +39,7 @@ function track(segment: Segment): void {
 interface LeaseState {
   readonly segment: Segment;
   readonly owned: boolean;
+  readonly nbytes: number;
   ended: boolean;
 }
 
@@ -51,15 +52,27 @@ interface LeaseState {
 // never reached user code, kept for the next lease: NOTE [Shared allocation]) is held by
 // the cache entry of its segment, not by the segment: when the cache drops the entry, the
 // buffer becomes garbage, and its finalizer finds `ended` set and does nothing.
-const finalizer = new FinalizationRegistry<LeaseState>((state) => endLease(state, null));
+//
+// NOTE [Moved buffers]
+// A user may move a lease's buffer to another thread before releasing (postMessage or
+// structuredClone with `transfer`): the buffer here is then detached, and the memory lives
+// on over there, unseen by release(). A segment is therefore reused only once no buffer of
+// an ended lease is alive anywhere (Segment.liveBuffers(), counted by the addon); until
+// then it waits on the cache's busy list. A received segment whose buffer moved keeps this
+// process's hold (its producer must not reuse it) until the process exits. The finalizer
+// path cannot tell a moved buffer from one the collector has not swept yet; it lets the
+// cache check (owned segments) or, for received ones, drops the hold as usual.
+const finalizer = new FinalizationRegistry<LeaseState>((state) => endLease(state, null, 'collected'));
 
-function endLease(state: LeaseState, spare: Spare | null): void {
+type LeaseEnd = 'kept' | 'detached' | 'collected' | 'moved';
+
+function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
   if (state.ended) return;
   state.ended = true;
   state.segment.leased = false;
   if (state.owned) {
-    cache.give(state.segment, spare);
-  } else {
+    cache.give(state.segment, spare, how === 'collected' || how === 'moved');
+  } else if (how !== 'moved') {
     state.segment.unref();
     received.park(state.segment, spare);
   }
@@ -78,7 +91,7 @@ export class Lease implements SharedBacking {
       this.#state.ended = false;
     } else {
       this.buffer = segment.lease(nbytes);
-      this.#state = { segment, owned, ended: false };
+      this.#state = { segment, owned, nbytes, ended: false };
       finalizer.register(this.buffer, this.#state, this.#state);
     }
     segment.leased = true;
@@ -94,11 +107,13 @@ export class Lease implements SharedBacking {
     if (state.ended) return;
     if (escaped) {
       finalizer.unregister(state);
+      // Already detached and not empty: the user moved it away (NOTE [Moved buffers]).
+      const moved = this.buffer.byteLength === 0 && state.nbytes > 0;
       // Detach first: any view the user kept is emptied before the segment can be reused.
-      addon.detach(this.buffer);
-      endLease(state, null);
+      if (!moved) addon.detach(this.buffer);
+      endLease(state, null, moved ? 'moved' : 'detached');
     } else {
-      endLease(state, { buffer: this.buffer, state });
+      endLease(state, { buffer: this.buffer, state }, 'kept');
     }
   }
 }

@@ -30,6 +30,8 @@ function maxCachedBytes(): number {
 export interface CacheEntry<S> {
   readonly segment: Segment;
   readonly spare: S | null;
+  /** Reuse only once no buffer of the ended lease is alive (NOTE [Moved buffers], allocator.ts). */
+  readonly checkBuffers?: boolean;
 }
 
 export class SegmentCache<S = unknown> {
@@ -64,9 +66,9 @@ export class SegmentCache<S = unknown> {
   }
 
   /** A segment whose lease ended in this process. */
-  give(seg: Segment, spare: S | null = null): void {
-    const entry = { segment: seg, spare };
-    if (seg.refcount() > 1) {
+  give(seg: Segment, spare: S | null = null, checkBuffers = false): void {
+    const entry = { segment: seg, spare, checkBuffers };
+    if (!this.#isFree(entry)) {
       this.#busy.push(entry);
       if (this.#busy.length > MAX_BUSY) this.#busy.shift()!.segment.drop();
       return;
@@ -102,13 +104,22 @@ export class SegmentCache<S = unknown> {
     return this.#busy.length;
   }
 
+  /**
+   * Free everywhere: no other process holds it, no message carries it, and, when the lease
+   * may have left a buffer alive (moved to another thread, or collected but not yet swept),
+   * no such buffer is left.
+   */
+  #isFree(entry: CacheEntry<S>): boolean {
+    return entry.segment.refcount() === 1 && (entry.checkBuffers !== true || entry.segment.liveBuffers() === 0);
+  }
+
   /** Moves the busy segments nobody else holds any more to the free lists, oldest first. */
   #promoteBusy(): void {
     let kept = 0;
     const busy = this.#busy;
     for (let i = 0; i < busy.length; i++) {
       const entry = busy[i]!;
-      if (entry.segment.refcount() === 1) this.#makeFree(entry);
+      if (this.#isFree(entry)) this.#makeFree(entry);
       else busy[kept++] = entry;
     }
     busy.length = kept;

@@ -177,6 +177,15 @@ export class Segment {
     return this.#unmapped;
   }
 
+  /**
+   * ArrayBuffers alive over this segment in this process, the header's own excepted,
+   * wherever they are now: a buffer transferred to another thread (postMessage,
+   * structuredClone with transfer) still counts, though the sender's copy is detached.
+   */
+  liveBuffers(): number {
+    return addon.mappingRefs(this.mapping) - 2; // the handle and the header view
+  }
+
   /** The memfd to send, or null (named segments, or a receiver that closed it). */
   get fd(): number | null {
     return this.#fd;

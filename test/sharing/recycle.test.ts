@@ -81,3 +81,31 @@ test('different size classes do not mix; strategies do not mix', () => {
     mp.setSharingStrategy('file_descriptor');
   }
 });
+
+test('a buffer transferred away before release keeps its segment out of reuse until it dies', async () => {
+  mp.emptyCache();
+  const t = mp.full([1024], 42, { shared: true });
+  const seg = segmentOf(t);
+  // The user moves the tensor's buffer elsewhere (as postMessage with transfer does): the
+  // sender's buffer is detached, the memory lives on in the moved one.
+  let moved: Float32Array | null = new Float32Array(structuredClone(t.data.buffer, { transfer: [t.data.buffer as ArrayBuffer] }));
+  t.release();
+  const u = mp.empty([1024], { shared: true });
+  assert.notEqual(segmentOf(u), seg, 'the segment is not handed out while the moved buffer lives');
+  u.fill(7);
+  assert.equal(moved[0], 42, 'the moved buffer still sees its own data');
+  u.release();
+  // a released tensor whose buffer simply escaped (not moved) is reused at once
+  const v = mp.empty([16], { shared: true });
+  const vseg = segmentOf(v);
+  void v.data;
+  v.release();
+  const w = mp.empty([16], { shared: true });
+  assert.equal(segmentOf(w), vseg);
+  w.release();
+  moved = null;
+  for (let i = 0; i < 20 && seg.liveBuffers() > 0; i++) await collectGarbage();
+  const x = mp.empty([1024], { shared: true });
+  assert.equal(segmentOf(x), seg, 'once the moved buffer is collected, the segment is recycled');
+  x.release();
+});
