@@ -16,9 +16,10 @@
 //    to zero unlinks the name. Processes that die holding references are covered by the
 //    manager process (src/sharing/manager: NOTE [The file_system manager]), which unlinks
 //    names whose users all died. Every process tells it which names it maps.
-//  - Descriptors are closed as soon as they are not needed: receivers close right after
-//    mmap (a mapping outlives its descriptor); the owner of a memfd keeps one descriptor per
-//    segment it may still send, bounded by its cache.
+//  - Descriptors are closed as soon as they are not needed (a mapping outlives its
+//    descriptor): a receiver keeps only those of the few memfds it received last, so that it
+//    can pass them on (NOTE [Kept descriptors], handle.ts); the owner of a memfd keeps one
+//    descriptor per segment it may still send, bounded by its cache.
 import { randomBytes } from 'node:crypto';
 import { addon, systemError, type NativeMapping } from '../native/index.js';
 import { BadHandleError } from '../errors.js';
