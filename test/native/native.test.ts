@@ -1,7 +1,12 @@
 // The addon's primitives, one by one, with real memory, descriptors and processes.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { ftruncateSync, readdirSync } from 'node:fs';
+import { cpSync, ftruncateSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { isTensorprocError } from '../../src/index.js';
 import { addon, systemError } from '../../src/native/index.js';
 import { Segment, HEADER_BYTES } from '../../src/sharing/index.js';
 import { checkLeaks, collectGarbage } from '../helpers/leaks.js';
@@ -226,6 +231,46 @@ describe('channels', () => {
     } finally {
       addon.close(a);
       addon.close(b);
+    }
+  });
+});
+
+describe('errors from the system', () => {
+  test('an errno without a class of its own is ERR_TP_SYSTEM, carrying errno, syscall and its name', () => {
+    const fd = addon.memfdCreate('tensorproc-test', 4096);
+    addon.close(fd);
+    // closing a closed descriptor: EBADF, which nothing maps to a class of its own
+    const raw = (() => {
+      try {
+        addon.fstat(fd);
+      } catch (e) {
+        return e;
+      }
+      return null;
+    })();
+    const e = systemError(raw, 'looking at a segment') as any;
+    assert.equal(e.code, 'ERR_TP_SYSTEM');
+    assert.equal(e.errnoName, 'EBADF');
+    assert.equal(e.errno, -9);
+    assert.equal(e.syscall, 'fstat');
+    assert.match(e.message, /^looking at a segment: fstat failed with EBADF/);
+    assert.ok(isTensorprocError(e));
+  });
+
+  test('a package whose addon was not built says how to build it (ERR_TP_ADDON_MISSING)', () => {
+    // A copy of the compiled JavaScript with no build/ beside it.
+    const root = mkdtempSync(join(tmpdir(), 'tensorproc-noaddon-'));
+    try {
+      cpSync(fileURLToPath(new URL('../../src', import.meta.url)), join(root, 'dist', 'src'), { recursive: true });
+      writeFileSync(join(root, 'package.json'), '{"type":"module"}');
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e',
+        `import(${JSON.stringify(pathToFileURL(join(root, 'dist', 'src', 'index.js')).href)}).catch((e) => { console.log(JSON.stringify({ code: e.code, message: e.message })); })`],
+      { encoding: 'utf8' });
+      const out = JSON.parse(r.stdout);
+      assert.equal(out.code, 'ERR_TP_ADDON_MISSING');
+      assert.match(out.message, /npm ci/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });
