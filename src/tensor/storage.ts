@@ -107,6 +107,11 @@ export class Storage {
     return this.#buffer === null;
   }
 
+  /** Throws ERR_TP_RELEASED after release(). */
+  assertUsable(): void {
+    if (this.#buffer === null) throw released();
+  }
+
   /** torch share_memory_(): moves the bytes into shared memory (one copy). */
   shareMemory(): this {
     if (this.#backing !== null) return this;

@@ -121,6 +121,7 @@ export class Tensor {
   }
 
   #view(shape: number[], stride: number[], offset: number): Tensor {
+    this.storage.assertUsable(); // a view of released memory would only fail later, further from the cause
     return new Tensor(this.storage, this.#info, shape, stride, offset);
   }
 

@@ -216,6 +216,9 @@ describe('bad input is a coded error', () => {
       expectCode(() => t.get(0), Error, 'ERR_TP_RELEASED');
       expectCode(() => t.data, Error, 'ERR_TP_RELEASED');
       expectCode(() => v.fill(1), Error, 'ERR_TP_RELEASED');
+      expectCode(() => t.select(0, 0), Error, 'ERR_TP_RELEASED');
+      expectCode(() => t.view(4), Error, 'ERR_TP_RELEASED');
+      expectCode(() => v.transpose(0, 1), Error, 'ERR_TP_RELEASED');
       expectCode(() => t.shareMemory(), Error, 'ERR_TP_RELEASED');
       t[Symbol.dispose](); // disposing a released tensor is allowed
     }
