@@ -93,18 +93,10 @@ export class Queue<T = unknown> {
       return Promise.reject(e);
     }
     if (core.slots.tryTake()) {
-      let frame;
       try {
-        frame = encodeMessage(obj);
+        core.endpoint.sendValueNow(obj);
       } catch (e) {
         core.slots.giveBack();
-        return Promise.reject(e);
-      }
-      try {
-        core.endpoint.send(frame);
-      } catch (e) {
-        core.slots.giveBack();
-        frame.abandon();
         return Promise.reject(e);
       }
       return RESOLVED;

@@ -122,18 +122,23 @@ export class Endpoint {
    */
   sendValue(value: unknown): Promise<void> {
     try {
-      if (this.#closed) throw this.closedError();
-      const frame = encodeMessage(value);
-      try {
-        this.send(frame);
-      } catch (e) {
-        frame.abandon();
-        throw e;
-      }
+      this.sendValueNow(value);
     } catch (e) {
       return Promise.reject(e);
     }
     return Promise.resolve();
+  }
+
+  /** sendValue(), throwing instead of rejecting (for callers with their own undo, as Queue.put). */
+  sendValueNow(value: unknown): void {
+    if (this.#closed) throw this.closedError();
+    const frame = encodeMessage(value);
+    try {
+      this.send(frame);
+    } catch (e) {
+      frame.abandon();
+      throw e;
+    }
   }
 
   /** Frames sent but still waiting in this process for room in the socket. */
