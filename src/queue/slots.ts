@@ -14,9 +14,10 @@
 // 1-byte datagram on the receiving end, which arrives at the sending end, which producers
 // poll from the event loop. No thread and no timer per wait, and the kernel keeps a notice
 // until someone reads it, so none is lost. A third word, NOTICED, says a notice is on its way
-// and not yet read: gets do not send another until a producer, woken, clears it (before it
-// reads the notice and looks at COUNT, so that a slot freed after that look sends a new
-// notice). A queue kept full by a fast producer then costs one notice per wake-up of the
+// and not yet read: gets do not send another until a producer that has read it clears it
+// (after reading it, never before, and before looking at COUNT, so that a slot freed after
+// that look sends a new notice). A producer killed between reading a notice and clearing
+// NOTICED (a few instructions) would leave it set; that is the one kill this can't absorb. A queue kept full by a fast producer then costs one notice per wake-up of the
 // producer, not one per get, and the producer fills every slot freed meanwhile at once.
 // A producer that takes fewer slots than are free while others still wait passes a notice on.
 // A waiting put holds its value, not an encoded message: it is encoded when its slot is
@@ -155,10 +156,16 @@ export class Slots {
     return true;
   }
 
+  // Read, then clear: NOTICED = 1 must always mean "a notice is in the socket, or a producer
+  // has just read it and will look at COUNT". Clearing before reading (as this once did) let
+  // a notice sent between the two be read by the same serve, leaving NOTICED = 1 with nothing
+  // in the socket: every later get then skipped its notice, and producers waited forever on
+  // a queue with free slots (seen about once in 50 runs of the 4x2 test). A serve that read
+  // nothing (called from wait(), or woken with a faster producer) leaves NOTICED alone.
   readonly #serve = (): void => {
     const w = this.#words;
-    Atomics.store(w, NOTICED, 0);
     const drained = this.#readNotice();
+    if (drained) Atomics.store(w, NOTICED, 0);
     while (this.#waiters.length > 0) {
       const c = Atomics.load(w, COUNT);
       if (c >= this.maxsize) break;

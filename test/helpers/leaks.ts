@@ -1,12 +1,32 @@
 // The leak check every suite runs: after the suite, no /dev/shm/tensorproc_* segment and no
 // descriptor that was not open before it.
-import { readdirSync, readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { emptyCache } from '../../src/index.js';
 
 export function shmSegments(): string[] {
   return readdirSync('/dev/shm').filter((n) => n.startsWith('tensorproc_'));
+}
+
+/**
+ * Names in /dev/shm whose header still has a reference slot of `pid` (NOTE [Reference
+ * slots]): after `pid` died, the manager has not taken back what it held yet.
+ */
+export function namesHeldBy(pid: number): string[] {
+  const out: string[] = [];
+  for (const n of shmSegments()) {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(`/dev/shm/${n}`).subarray(0, 4096);
+    } catch {
+      continue; // removed meanwhile
+    }
+    if (bytes.length < 4096) continue;
+    const words = new Int32Array(bytes.buffer, bytes.byteOffset, 1024);
+    for (let i = 16; i < 1024; i += 2) if (words[i] === pid) out.push(n);
+  }
+  return out;
 }
 
 export function openFds(): Map<number, string> {
