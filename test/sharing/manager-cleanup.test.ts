@@ -66,6 +66,29 @@ test('a message in flight from a SIGKILLed sender: taken within the grace it liv
   await b.exited;
 });
 
+// The manager learns of a death from the pidfd, and of the goodbye (or its absence) from
+// the connection; the two come in either order. A death judged before the connection's end
+// was read passed for a clean exit, and then a message in flight kept its name for as long
+// as any user lived (here b), instead of for the crash grace.
+test('a sender SIGKILLed with a message in flight of a segment it let go: the name goes after the crash grace while users live', async (t) => {
+  const a = holder();
+  const b = holder();
+  await ask(b, { cmd: 'create', count: 1, size: 16 }); // b is a user of the manager too
+  const names = (await ask(a, { cmd: 'create', count: 2, size: 16 })).names;
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  await ask(a, { cmd: 'export', index: 0 });
+  await ask(a, { cmd: 'releaseAt', index: 0 }); // only the message's reference is left
+  await ask(a, { cmd: 'sync' }); // a still maps names[1]: its connection stays open
+  const t0 = performance.now();
+  a.child.kill('SIGKILL');
+  await a.exited;
+  await waitFor(() => !exists(names[0]));
+  t.diagnostic(`removed ${(performance.now() - t0).toFixed(1)} ms after SIGKILL (grace 1000 ms) while another user lives`);
+  assert.ok(!exists(names[1]));
+  await ask(b, { cmd: 'exit' }).catch(() => {});
+  await b.exited;
+});
+
 test('a sender that exits cleanly leaves its message receivable', async () => {
   const a = holder();
   const b = holder();

@@ -9,6 +9,8 @@ import { creatorOf, NAME_PATTERN } from './protocol.js';
 export const CRASH_GRACE_MS = 1000;
 /** How long a name whose holders all let go keeps its references in flight, at least. */
 export const CLEAN_GRACE_MS = 2000;
+/** How long a dead process's connections may stay open before its death is judged anyway. */
+const DEATH_READ_MS = 200;
 /** Liveness is polled at this pace where pidfds are missing (Linux before 5.3). */
 const POLL_PIDS_MS = 50;
 
@@ -24,6 +26,8 @@ interface Proc {
   user: boolean;
   /** A connection of it closed without goodbye: it died, or a thread of it ended abruptly. */
   crashed: boolean;
+  /** It exited while connections of it were still open here: judged once they close. */
+  exited: NodeJS.Timeout | null;
 }
 
 interface NameState {
@@ -32,6 +36,8 @@ interface NameState {
   /** A holder died holding references, or without saying goodbye. */
   crashed: boolean;
   graceTimer: NodeJS.Timeout | null;
+  /** What graceTimer waits for: the crash grace, the clean grace, or a retry. */
+  graceKind: 'crash' | 'clean' | 'retry' | null;
   /** When it was first seen with references in flight only, after clean exits. */
   orphanSince: number | null;
 }
@@ -92,6 +98,7 @@ export class Registry {
     if (proc !== undefined) {
       proc.conns--;
       if (!clean) proc.crashed = true;
+      if (proc.conns <= 0 && proc.exited !== null) this.#died(pid);
     }
     this.#changed();
   }
@@ -145,7 +152,7 @@ export class Registry {
 
   #state(name: string): NameState {
     let st = this.#names.get(name);
-    if (st === undefined) this.#names.set(name, (st = { holders: new Set(), crashed: false, graceTimer: null, orphanSince: null }));
+    if (st === undefined) this.#names.set(name, (st = { holders: new Set(), crashed: false, graceTimer: null, graceKind: null, orphanSince: null }));
     return st;
   }
 
@@ -165,7 +172,7 @@ export class Registry {
       if (!isAlive(pid)) return null;
       this.#pidTimer ??= setInterval(() => this.#pollPids(), POLL_PIDS_MS);
     }
-    const proc: Proc = { pid, pidfd, poll, names: new Set(), conns: 0, user: false, crashed: false };
+    const proc: Proc = { pid, pidfd, poll, names: new Set(), conns: 0, user: false, crashed: false, exited: null };
     this.#procs.set(pid, proc);
     return proc;
   }
@@ -197,6 +204,7 @@ export class Registry {
 
   #unwatch(proc: Proc): void {
     this.#procs.delete(proc.pid);
+    if (proc.exited !== null) clearTimeout(proc.exited);
     proc.poll?.close();
     if (proc.pidfd >= 0) addon.close(proc.pidfd);
   }
@@ -217,6 +225,16 @@ export class Registry {
   #died(pid: number): void {
     const proc = this.#procs.get(pid);
     if (proc === undefined) return;
+    // Its pidfd can poll readable before its connections' last datagrams (drops, goodbye)
+    // and their end are read here. Judged now, a process killed in the middle of its exit
+    // would count as a clean exit, whose messages in flight are kept while any user lives,
+    // instead of for the crash grace. The kernel closed its sockets before its pidfd became
+    // readable, so the wait is one turn of the loop; the timer covers a connection some
+    // other process somehow kept open.
+    if (proc.conns > 0 && proc.exited === null) {
+      proc.exited = setTimeout(() => this.#died(pid), DEATH_READ_MS);
+      return;
+    }
     this.#unwatch(proc);
     const names = new Set(proc.names);
     // Names it created whose registration it had no time to send (killed within a turn).
@@ -289,8 +307,7 @@ export class Registry {
     if (total <= 0) return this.#unlink(name, took > 0 ? `its holders died holding ${took} reference(s)` : 'no reference is left');
     if (live.length > 0) {
       // Someone still holds it. Follow them, so that their death brings us back here.
-      if (st.graceTimer !== null) clearTimeout(st.graceTimer);
-      st.graceTimer = null;
+      this.#cancelTimer(st);
       st.orphanSince = null;
       st.crashed = false; // how the *last* holders leave decides (the rules below)
       for (const pid of live) {
@@ -305,22 +322,16 @@ export class Registry {
     // process may still receive.
     if (st.crashed) {
       if (graceOver) return this.#unlink(name, `${total} reference(s) in flight were not taken within ${CRASH_GRACE_MS} ms of its holders' death`);
-      st.graceTimer ??= setTimeout(() => {
-        st.graceTimer = null;
-        this.#evaluate(name, true);
-        this.#changed();
-      }, CRASH_GRACE_MS);
+      // A clean grace already running (the holders let go, then one of them was found to
+      // have crashed) gives way: the crash grace counts from now, not after it.
+      if (st.graceKind !== 'crash') this.#schedule(name, st, 'crash', CRASH_GRACE_MS, true);
       return;
     }
     const now = Date.now();
     st.orphanSince ??= now;
     const wait = st.orphanSince + CLEAN_GRACE_MS - now;
     if (wait > 0) {
-      st.graceTimer ??= setTimeout(() => {
-        st.graceTimer = null;
-        this.#evaluate(name, false);
-        this.#changed();
-      }, wait);
+      if (st.graceKind !== 'clean') this.#schedule(name, st, 'clean', wait, false);
       return;
     }
     if (this.#liveUsers() === 0) return this.#unlink(name, `${total} reference(s) in flight and no process left to take them`);
@@ -328,14 +339,27 @@ export class Registry {
   }
 
   #retry(name: string, graceOver: boolean): void {
-    const st = this.#state(name);
-    if (st.graceTimer !== null) clearTimeout(st.graceTimer);
+    this.#schedule(name, this.#state(name), 'retry', RETRY_MS, graceOver);
+  }
+
+  /** Judges `name` again in `ms` (replacing any timer it had). */
+  #schedule(name: string, st: NameState, kind: 'crash' | 'clean' | 'retry', ms: number, graceOver: boolean): void {
+    this.#cancelTimer(st);
+    st.graceKind = kind;
     st.graceTimer = setTimeout(() => {
       st.graceTimer = null;
+      st.graceKind = null;
       this.#evaluate(name, graceOver);
       this.#changed();
-    }, RETRY_MS);
+    }, ms);
   }
+
+  #cancelTimer(st: NameState): void {
+    if (st.graceTimer !== null) clearTimeout(st.graceTimer);
+    st.graceTimer = null;
+    st.graceKind = null;
+  }
+
 
   #unlink(name: string, why: string): void {
     try {
