@@ -21,6 +21,10 @@
 // life and no two threads can race a free against a claim. When every slot is taken (more
 // than SLOTS processes mapped the segment at once), a hold is counted in `total` only and a
 // crash of that holder leaves it to the grace rule as if it were in flight.
+// A process killed between the two steps of a release (its slot's count is lowered first,
+// then `total`) leaves one reference that looks in flight; the order is deliberate: the
+// other order would let the manager subtract that reference twice and free a segment still
+// in use, while this one leaves only a name that the manager's crash grace removes.
 // Known gap: a dead process's pid reused by a new process that maps the same segment before
 // the manager has reclaimed the slot (milliseconds) would merge the two; the manager would
 // then subtract the newcomer's hold too.
