@@ -10,7 +10,8 @@
       "native/channel.cc",
       "native/process.cc",
       "native/peer.cc",
-      "native/transport.cc"
+      "native/transport.cc",
+      "native/fill.cc"
     ],
     "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
     "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "_GNU_SOURCE"],

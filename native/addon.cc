@@ -8,6 +8,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tp::InitProcess(env, exports);
   tp::InitPeer(env, exports);
   tp::InitTransport(env, exports);
+  tp::InitFill(env, exports);
   return exports;
 }
 

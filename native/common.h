@@ -39,5 +39,6 @@ void InitChannel(Napi::Env env, Napi::Object exports);
 void InitProcess(Napi::Env env, Napi::Object exports);
 void InitPeer(Napi::Env env, Napi::Object exports);
 void InitTransport(Napi::Env env, Napi::Object exports);
+void InitFill(Napi::Env env, Napi::Object exports);
 
 }  // namespace tp

@@ -132,6 +132,11 @@ export class TargetNotFunctionError extends TypeError {
   readonly code = 'ERR_TP_TARGET_NOT_FUNCTION';
   override name = 'TargetNotFunctionError';
 }
+/** A spawn target names the program's entry module, whose top-level code is still running. */
+export class TargetIsEntryError extends TypeError {
+  readonly code = 'ERR_TP_TARGET_IS_ENTRY';
+  override name = 'TargetIsEntryError';
+}
 /** A spawn target's module was found but failed to load (syntax error, threw at top level). */
 export class TargetLoadError extends Error {
   readonly code = 'ERR_TP_TARGET_LOAD';

@@ -68,6 +68,10 @@ export interface Addon {
   tryLock(fd: number): boolean;
   /** Raises the open-file soft limit to the hard limit; returns the soft limit now. */
   raiseFileLimit(): number;
+
+  // fill.cc
+  /** Fills every byte of `target` with `pattern` (16 bytes, repeated) by streaming stores. */
+  streamFill(target: ArrayBufferView, pattern: Uint8Array): void;
 }
 
 export type FutexResult = 'ok' | 'timed-out' | 'not-equal';

@@ -11,10 +11,10 @@
 //   - anything else is a package specifier (`pkg`, `pkg/sub`), resolved from process.cwd().
 // Absolute paths and `new URL('./x.js', import.meta.url)` are the recommended forms.
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { InvalidArgumentError, TargetLoadError, TargetNotFoundError, TargetNotFunctionError } from '../errors.js';
+import { InvalidArgumentError, TargetIsEntryError, TargetLoadError, TargetNotFoundError, TargetNotFunctionError } from '../errors.js';
 
 export interface Target {
   module: string | URL;
@@ -38,6 +38,15 @@ export async function resolveTarget(target: Target): Promise<ResolvedTarget> {
     throw new InvalidArgumentError(`target.export must be a string (got ${typeof exportName}).`);
   }
   const url = resolveModule(target.module);
+  if (isEntry(url)) {
+    // Importing the entry module from its own top-level await waits for itself for ever, and
+    // each child would run its top-level code again (torch's `if __name__ == '__main__'`
+    // problem, which ESM has no idiom for). Refused, with the fix, instead of a silent hang.
+    throw new TargetIsEntryError(
+      `The spawn target ${url} is the program's entry module. Put the function children run in a module of its own ` +
+        `(e.g. ./worker.js) and spawn { module: new URL('./worker.js', import.meta.url), export: '${exportName}' }.`,
+    );
+  }
   let ns: Record<string, unknown>;
   try {
     ns = (await import(url)) as Record<string, unknown>;
@@ -58,6 +67,17 @@ export async function resolveTarget(target: Target): Promise<ResolvedTarget> {
     );
   }
   return { url, exportName };
+}
+
+/** Is `url` the file `node` was started with (process.argv[1]), symbolic links resolved? */
+function isEntry(url: string): boolean {
+  const main = process.argv[1];
+  if (!main || !url.startsWith('file:')) return false;
+  try {
+    return realpathSync(fileURLToPath(url)) === realpathSync(main);
+  } catch {
+    return false;
+  }
 }
 
 function resolveModule(module: string | URL): string {

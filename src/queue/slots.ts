@@ -122,7 +122,9 @@ export class Slots {
     try {
       addon.send(this.#endpoint.recvFd, NOTICE); // EAGAIN: notices are waiting already
     } catch {
-      // the queue is being closed: nobody to tell
+      // Not sent (the descriptor is gone): no notice is on its way after all. Leaving NOTICED
+      // set would stop every other process from sending one.
+      Atomics.store(this.#words, NOTICED, 0);
     }
   }
 
@@ -205,8 +207,13 @@ export class Slots {
     }
   }
 
-  /** Rejects every waiting put (the queue is closing here). */
+  /**
+   * Sends the notice this process still owes (the socket is about to close: a consumer that
+   * takes its last message and closes the queue in the same turn must not take the notice
+   * with it), then rejects every waiting put (the queue is closing here).
+   */
   close(error: Error): void {
+    this.#notifyNow();
     for (const w of this.#waiters.slice()) {
       this.#remove(w);
       w.reject(error);

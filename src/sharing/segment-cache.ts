@@ -14,12 +14,37 @@
 // producer gets is then the one it wrote last, still in the CPU's caches; a stream of 1 MiB
 // tensors kept cycling through 64 segments (a queue's maxsize) instead writes to memory at
 // a third of the speed (64 MiB does not fit a 16 MiB L3: measured 22 µs vs 80-115 µs a fill).
+//
+// NOTE [Waiting for a segment]
+// A large segment is expensive to make and cheap to wait for. Making one costs a page fault
+// per 4 KiB page on first touch, about 1 µs each on these VMs: 16 ms for 64 MiB, five times
+// the 3 ms it takes to fill it. A producer that sends a large tensor and asks for the next one
+// at once finds its last segment still in flight, and without waiting would make a second
+// one; a consumer that drops what it gets gives it back within a message's round trip (tens
+// of µs). So when a request of WAIT_MIN_BYTES or more finds no free segment but a busy one of
+// its class, the thread blocks on that segment's refcount (a futex: the process that drops
+// the count to 1 wakes it, NOTE [Reference slots] word 6) for at most what making a new one
+// would cost, then makes one. Waiting serialises producer and consumer, which only pays when
+// the fill dwarfs the round trip: hence the size floor. A class whose wait ran out (its
+// consumer keeps what it gets, or is this very thread) is not waited for again until one of
+// its busy segments is seen coming back.
 import { getSharingStrategy, type SharingStrategy } from './strategy.js';
 import { Segment } from './segment.js';
 import { sizeClass } from './size-class.js';
 
 const DEFAULT_MAX_BYTES = 512 * 2 ** 20;
 const MAX_BUSY = 1024;
+/** Classes from this size wait for a busy segment (NOTE [Waiting for a segment]). */
+const WAIT_MIN_BYTES = 4 * 2 ** 20;
+/** What a fresh page costs (fault and zeroing), measured on the project's VMs: the wait's bound. */
+const FRESH_PAGE_US = 1;
+
+/** How long a request of class `cls` waits: what a fresh segment would cost, or the override. */
+function waitBoundMs(cls: number): number {
+  const env = process.env.TENSORPROC_SEGMENT_WAIT_MS;
+  if (env !== undefined && env !== '' && Number(env) >= 0) return Number(env);
+  return ((cls / 4096) * FRESH_PAGE_US) / 1000;
+}
 
 function maxCachedBytes(): number {
   const v = Number(process.env.TENSORPROC_CACHE_BYTES);
@@ -44,9 +69,13 @@ export class SegmentCache<S = unknown> {
   // One-entry memo of sizeClass(): a stream of tensors is usually one size.
   #lastBytes = -1;
   #lastClass = 0;
-  /** Counters for tests and `doctor`: segments created, and requests served from the cache. */
+  /** Classes whose last wait ran out (NOTE [Waiting for a segment]). */
+  #noWait = new Set<number>();
+  /** Counters for tests and `doctor`: segments created, requests served from the cache, waits. */
   created = 0;
   reused = 0;
+  waited = 0;
+  waitsRunOut = 0;
 
   /** A segment of this process with room for `nbytes`, refcount 1: recycled when possible. */
   acquire(nbytes: number, strategy: SharingStrategy = getSharingStrategy()): CacheEntry<S> {
@@ -61,8 +90,29 @@ export class SegmentCache<S = unknown> {
       this.reused++;
       return entry;
     }
+    if (cls >= WAIT_MIN_BYTES && !this.#noWait.has(cls)) {
+      const entry = this.#waitForBusy(cls, strategy);
+      if (entry !== null) return entry;
+    }
     this.created++;
     return { segment: Segment.create(strategy, cls), spare: null };
+  }
+
+  /** The oldest busy segment of the class once it is free, or null if it did not come back in time. */
+  #waitForBusy(cls: number, strategy: SharingStrategy): CacheEntry<S> | null {
+    const busy = this.#busy;
+    const i = busy.findIndex((e) => e.segment.capacity === cls && e.segment.strategy === strategy && e.checkBuffers !== true);
+    if (i < 0) return null;
+    const entry = busy[i]!;
+    if (!entry.segment.waitFree(waitBoundMs(cls))) {
+      this.#noWait.add(cls);
+      this.waitsRunOut++;
+      return null;
+    }
+    busy.splice(busy.indexOf(entry), 1);
+    this.reused++;
+    this.waited++;
+    return entry;
   }
 
   /** A segment whose lease ended in this process. */
@@ -119,8 +169,12 @@ export class SegmentCache<S = unknown> {
     const busy = this.#busy;
     for (let i = 0; i < busy.length; i++) {
       const entry = busy[i]!;
-      if (this.#isFree(entry)) this.#makeFree(entry);
-      else busy[kept++] = entry;
+      if (this.#isFree(entry)) {
+        this.#makeFree(entry);
+        if (this.#noWait.size > 0) this.#noWait.delete(entry.segment.capacity);
+      } else {
+        busy[kept++] = entry;
+      }
     }
     busy.length = kept;
   }

@@ -6,7 +6,8 @@
 // NOTE [Reference slots]
 // The header is one page, so tensor data starts page-aligned. Int32 words:
 //   0 magic · 1 version · 2 total references · 3 creator pid · 4-5 capacity (lo, hi)
-//   6-15 reserved · 16.. SLOTS slots of two words (pid, count).
+//   6 creator waiting for the total to fall (NOTE [Waiting for a segment], segment-cache.ts)
+//   7-15 reserved · 16.. SLOTS slots of two words (pid, count).
 // `total` is what NOTE [Segment lifetime] counts: holds by processes plus messages in
 // flight. A process's hold is *also* recorded in its own slot (found by pid, claimed by a
 // compare-and-swap of pid 0 -> mypid), so that when a process dies holding references, the
@@ -32,7 +33,7 @@
 export const HEADER_BYTES = 4096;
 export const MAGIC = 0x47535054; // "TPSG" little-endian
 export const VERSION = 2;
-export const W_MAGIC = 0, W_VERSION = 1, W_REFS = 2, W_PID = 3, W_CAP_LO = 4, W_CAP_HI = 5;
+export const W_MAGIC = 0, W_VERSION = 1, W_REFS = 2, W_PID = 3, W_CAP_LO = 4, W_CAP_HI = 5, W_WAITING = 6;
 const W_SLOTS = 16;
 export const SLOTS = (HEADER_BYTES / 4 - W_SLOTS) / 2;
 const RECLAIMING = -1;

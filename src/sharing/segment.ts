@@ -25,7 +25,7 @@ import { addon, systemError, type NativeMapping } from '../native/index.js';
 import { BadHandleError } from '../errors.js';
 import type { SharingStrategy } from './strategy.js';
 import { checkRoom } from './room.js';
-import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, initHeader, claimSlot } from './segment-header.js';
+import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, initHeader, claimSlot } from './segment-header.js';
 import { managerClient } from './manager/client.js';
 
 export { HEADER_BYTES } from './segment-header.js';
@@ -211,6 +211,27 @@ export class Segment {
   refcount(): number {
     return Atomics.load(this.header, W_REFS);
   }
+  /**
+   * Blocks this thread until only this process's hold is left (refcount 1) or `timeoutMs`
+   * passes; true if it is free. For the creator's cache (NOTE [Waiting for a segment]).
+   */
+  waitFree(timeoutMs: number): boolean {
+    const h = this.header;
+    const deadline = performance.now() + timeoutMs;
+    Atomics.add(h, W_WAITING, 1);
+    try {
+      for (;;) {
+        const refs = Atomics.load(h, W_REFS);
+        if (refs === 1) return true;
+        const left = deadline - performance.now();
+        if (left <= 0) return false;
+        addon.futexWait(this.mapping, W_REFS * 4, refs, left);
+      }
+    } finally {
+      Atomics.sub(h, W_WAITING, 1);
+    }
+  }
+
   /** Adds a reference for a message about to carry the segment (in flight). Returns the count. */
   retain(): number {
     return Atomics.add(this.header, W_REFS, 1) + 1;
@@ -253,6 +274,8 @@ export class Segment {
 
   #dropTotal(): number {
     const left = Atomics.sub(this.header, W_REFS, 1) - 1;
+    // The creator may be waiting for this segment to come back (NOTE [Waiting for a segment]).
+    if (left === 1 && Atomics.load(this.header, W_WAITING) !== 0) addon.futexWake(this.mapping, W_REFS * 4, 1);
     if (left === 0 && this.name !== null) {
       try {
         addon.shmUnlink(this.name);

@@ -4,6 +4,7 @@ import { type DType, type DTypeInfo, type Scalar, type TypedArray, dtypeInfo } f
 import { readScalar, writeScalar, forEachOffset } from './elements.js';
 import { checkDim, checkIndex, checkInt, contiguousStrides, inferShape } from './shape.js';
 import { Storage } from './storage.js';
+import { fillRun } from './fill.js';
 
 export class Tensor {
   readonly storage: Storage;
@@ -191,9 +192,9 @@ export class Tensor {
 
   fill(value: Scalar): this {
     const raw = writeScalar(this.#info, value);
-    const all = this.#all() as unknown as { fill(v: number | bigint, s: number, e: number): void };
+    const all = this.#all();
     if (this.isContiguous()) {
-      all.fill(raw, this.offset, this.offset + this.#numel);
+      fillRun(all, this.#info, raw, this.offset, this.offset + this.#numel);
     } else {
       const a = all as unknown as (number | bigint)[];
       forEachOffset(this.shape, this.stride, this.offset, (i) => { a[i] = raw; });

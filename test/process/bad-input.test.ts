@@ -3,6 +3,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { checkLeaks } from '../helpers/leaks.js';
 import {
@@ -11,6 +12,7 @@ import {
   ProcessContext,
   InvalidArgumentError,
   NotTransferableError,
+  TargetIsEntryError,
   TargetLoadError,
   TargetNotFoundError,
   TargetNotFunctionError,
@@ -59,6 +61,15 @@ describe('bad input is a coded error before any process starts', () => {
     const bad = new URL('./fixtures/broken.js', import.meta.url);
     const e = await rejectsCoded(spawn({ module: bad }), TargetLoadError, 'ERR_TP_TARGET_LOAD');
     assert.match(e.message, /broken on purpose/);
+  });
+
+  it("the program's entry module as target: TargetIsEntryError, not a hang", () => {
+    // Run as a program of its own: the check is about process.argv[1].
+    const out = execFileSync(process.execPath, [fileURLToPath(new URL('./fixtures/self-target.js', import.meta.url))], { encoding: 'utf8', timeout: 60_000 });
+    const r = JSON.parse(out.trim().split('\n').pop()!);
+    assert.equal(r.name, TargetIsEntryError.name);
+    assert.equal(r.code, 'ERR_TP_TARGET_IS_ENTRY');
+    assert.match(r.message, /module of its own/);
   });
 
   it('a missing export, and an export that is not a function', async () => {

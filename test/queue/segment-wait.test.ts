@@ -1,0 +1,86 @@
+// NOTE [Waiting for a segment]: a producer of large tensors waits for the segment it sent to
+// come back instead of making (and faulting in) another one, and stops waiting for a class
+// whose consumer keeps what it gets. Real processes; the consumer's release wakes the
+// producer through the segment's futex.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import * as mp from '../../src/index.js';
+import { segmentCache, type Lease } from '../../src/sharing/index.js';
+import { checkLeaks } from '../helpers/leaks.js';
+
+checkLeaks();
+
+const targets = new URL('./fixtures/targets.js', import.meta.url);
+const target = (name: string) => ({ module: targets, export: name });
+const segmentOf = (t: mp.Tensor) => (t.storage.backing as Lease).segment;
+/** float32 elements of a 4 MiB tensor: its class is one that waits. */
+const BIG = 1 << 20;
+
+after(() => {
+  delete process.env.TENSORPROC_SEGMENT_WAIT_MS;
+});
+
+for (const strategy of ['file_descriptor', 'file_system'] as const) {
+  test(`${strategy}: the next large tensor waits for the one in flight and reuses its segment`, async () => {
+    mp.setSharingStrategy(strategy);
+    // The bound is what a fresh segment costs (~1 ms here); the test must not depend on the
+    // consumer being that quick, so it waits as long as it takes.
+    process.env.TENSORPROC_SEGMENT_WAIT_MS = '60000';
+    const q = new mp.Queue<mp.Tensor>();
+    const ctx = mp.spawn(target('dropWhenAwaited'), { args: [q, 3], join: false });
+    await ctx.started; // the child starts through this event loop, which a wait blocks
+    try {
+      let t = mp.empty([BIG], { shared: true }).fill(1);
+      const seg = segmentOf(t);
+      for (let k = 0; k < 3; k++) {
+        await q.put(t);
+        t.release();
+        const created = segmentCache.created;
+        const waited = segmentCache.waited;
+        t = mp.empty([BIG], { shared: true }).fill(k); // blocks until the consumer drops the last one
+        assert.equal(segmentOf(t), seg, 'the segment that came back');
+        assert.equal(segmentCache.created, created, 'no segment made');
+        assert.equal(segmentCache.waited, waited + 1);
+      }
+      t.release();
+      assert.equal(await ctx.join(), true);
+    } finally {
+      q.close();
+      mp.setSharingStrategy('file_descriptor');
+      mp.emptyCache();
+    }
+  });
+}
+
+test('a consumer that keeps what it gets: one wait runs out, then no more waits for that class', async () => {
+  process.env.TENSORPROC_SEGMENT_WAIT_MS = '20';
+  const q = new mp.Queue<mp.Tensor>();
+  const ready = new mp.Event();
+  const ctx = mp.spawn(target('holdAndWait'), { args: [q, ready, 2, 'file_descriptor'], join: false });
+  await ctx.started;
+  try {
+    const a = mp.empty([BIG], { shared: true });
+    const segA = segmentOf(a);
+    await q.put(a);
+    a.release();
+    const runOut = segmentCache.waitsRunOut;
+    const created = segmentCache.created;
+    const b = mp.empty([BIG], { shared: true }); // a is held over there: the wait runs out
+    assert.notEqual(segmentOf(b), segA);
+    assert.equal(segmentCache.waitsRunOut, runOut + 1);
+    assert.equal(segmentCache.created, created + 1);
+    await q.put(b);
+    b.release();
+    assert.equal(await ready.wait(), true); // both are held now
+    const c = mp.empty([BIG], { shared: true }); // two busy, none free: made at once
+    assert.equal(segmentCache.waitsRunOut, runOut + 1, 'no second wait');
+    assert.equal(segmentCache.created, created + 2);
+    c.release();
+  } finally {
+    process.kill(ctx.pids()[0]!, 'SIGKILL');
+    await ctx.join().catch(() => {});
+    q.close();
+    ready.close();
+    mp.emptyCache();
+  }
+});
