@@ -51,6 +51,8 @@ function threshold(): number {
 }
 
 let streamFrom: number | null = null;
+/** Fills that went through streaming stores (tests check that the path was taken). */
+export const fillStats = { streamed: 0 };
 const pattern = new Uint8Array(16);
 
 /** Fills elements [start, end) of `all`, whose elements are `info`'s, with `raw`. */
@@ -59,6 +61,7 @@ export function fillRun(all: TypedArray, info: DTypeInfo, raw: number | bigint, 
   if ((end - start) * info.itemsize >= streamFrom && end > start) {
     (new info.array(pattern.buffer) as unknown as { fill(v: number | bigint): void }).fill(raw);
     addon.streamFill(all.subarray(start, end), pattern);
+    fillStats.streamed++;
     return;
   }
   (all as unknown as { fill(v: number | bigint, s: number, e: number): void }).fill(raw, start, end);

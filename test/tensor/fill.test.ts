@@ -1,0 +1,41 @@
+// NOTE [Streaming fill]: fills at or above the threshold go through the addon's streaming
+// stores. The threshold is forced to 0 here, so every fill of this file streams: every dtype,
+// runs that start and end off a 16-byte boundary, views, and the empty run.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as mp from '../../src/index.js';
+import { DTYPES } from '../../src/tensor/dtype.js';
+import { fillStats } from '../../src/tensor/fill.js';
+import { checkLeaks } from '../helpers/leaks.js';
+
+process.env.TENSORPROC_STREAM_FILL_BYTES = '0'; // read at the first fill of the process
+
+checkLeaks();
+
+const value = (dtype: mp.DType): mp.Scalar =>
+  dtype === 'int64' || dtype === 'uint64' ? 7n : dtype === 'bool' ? true : dtype.startsWith('float') || dtype === 'bfloat16' ? 1.5 : 5;
+
+for (const dtype of DTYPES) {
+  test(`${dtype}: a streamed fill writes exactly its elements`, () => {
+    for (const [n, from, to] of [[100_003, 0, 100_003], [100_003, 3, 99_990], [17, 1, 16], [1, 0, 1], [5, 2, 2]] as const) {
+      const base = mp.zeros([n], { dtype, shared: n > 1000 });
+      const streamed = fillStats.streamed;
+      base.narrow(0, from, to - from).fill(value(dtype));
+      assert.equal(fillStats.streamed, streamed + (to > from ? 1 : 0), 'the streaming path was taken');
+      const want = mp.zeros([1], { dtype }).fill(value(dtype)).get(0);
+      const zero = mp.zeros([1], { dtype }).get(0);
+      const got = base.toArray() as unknown[];
+      for (let i = 0; i < n; i++) {
+        if (got[i] !== (i >= from && i < to ? want : zero)) assert.fail(`${dtype} [${n}] fill of ${from}..${to}: element ${i} is ${String(got[i])}`);
+      }
+      base.release();
+    }
+  });
+}
+
+test('a non-contiguous view is filled element by element, and only its elements', () => {
+  const m = mp.zeros([64, 64]);
+  m.select(1, 3).fill(2);
+  const rows = m.toArray() as number[][];
+  assert.ok(rows.every((r) => r.every((x, j) => x === (j === 3 ? 2 : 0))));
+});
