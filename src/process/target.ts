@@ -38,19 +38,11 @@ export async function resolveTarget(target: Target): Promise<ResolvedTarget> {
     throw new InvalidArgumentError(`target.export must be a string (got ${typeof exportName}).`);
   }
   const url = resolveModule(target.module);
-  if (isEntry(url)) {
-    // Importing the entry module from its own top-level await waits for itself for ever, and
-    // each child would run its top-level code again (torch's `if __name__ == '__main__'`
-    // problem, which ESM has no idiom for). Refused, with the fix, instead of a silent hang.
-    throw new TargetIsEntryError(
-      `The spawn target ${url} is the program's entry module. Put the function children run in a module of its own ` +
-        `(e.g. ./worker.js) and spawn { module: new URL('./worker.js', import.meta.url), export: '${exportName}' }.`,
-    );
-  }
   let ns: Record<string, unknown>;
   try {
-    ns = (await import(url)) as Record<string, unknown>;
+    ns = isEntry(url) ? await importEntry(url, exportName) : ((await import(url)) as Record<string, unknown>);
   } catch (e) {
+    if (e instanceof TargetIsEntryError) throw e;
     const code = (e as { code?: string }).code;
     if (code === 'ERR_MODULE_NOT_FOUND' && !existsSync(fileURLToPath(url))) {
       throw new TargetNotFoundError(`The spawn target module ${url} does not exist. Check the path (relative paths resolve from ${process.cwd()}).`);
@@ -67,6 +59,37 @@ export async function resolveTarget(target: Target): Promise<ResolvedTarget> {
     );
   }
   return { url, exportName };
+}
+
+// NOTE [The entry module as target]
+// A program may name its own entry module as the target, guarding its main code as torch
+// programs guard theirs with `if __name__ == '__main__'` (bench/queue.ts does). But if it
+// calls spawn() from its top-level await, importing it waits for that evaluation, which waits
+// for spawn(): a silent hang. An evaluated module imports at once (a resolve hook at most), so
+// an entry module whose import has not settled after ENTRY_IMPORT_MS is taken to be in that
+// state and refused with the fix.
+const ENTRY_IMPORT_MS = 2000;
+
+async function importEntry(url: string, exportName: string): Promise<Record<string, unknown>> {
+  let timer: NodeJS.Timeout | undefined;
+  const stuck = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(
+        new TargetIsEntryError(
+          `The spawn target ${url} is the program's entry module, and it is still running its top-level code: ` +
+            `spawn() was awaited at its top level, and importing it would wait for itself. Move the function children run ` +
+            `into a module of its own (spawn { module: new URL('./worker.js', import.meta.url), export: '${exportName}' }), ` +
+            `or call the main code without awaiting it at top level, guarded so that children do not run it: ` +
+            `if (process.argv[1] === fileURLToPath(import.meta.url)) main();`,
+        ),
+      );
+    }, ENTRY_IMPORT_MS);
+  });
+  try {
+    return (await Promise.race([import(url), stuck])) as Record<string, unknown>;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Is `url` the file `node` was started with (process.argv[1]), symbolic links resolved? */

@@ -63,13 +63,18 @@ describe('bad input is a coded error before any process starts', () => {
     assert.match(e.message, /broken on purpose/);
   });
 
-  it("the program's entry module as target: TargetIsEntryError, not a hang", () => {
+  it("the entry module as target from its own top-level await: TargetIsEntryError, not a hang", () => {
     // Run as a program of its own: the check is about process.argv[1].
     const out = execFileSync(process.execPath, [fileURLToPath(new URL('./fixtures/self-target.js', import.meta.url))], { encoding: 'utf8', timeout: 60_000 });
     const r = JSON.parse(out.trim().split('\n').pop()!);
     assert.equal(r.name, TargetIsEntryError.name);
     assert.equal(r.code, 'ERR_TP_TARGET_IS_ENTRY');
-    assert.match(r.message, /module of its own/);
+    assert.match(r.message, /still running its top-level code/);
+  });
+
+  it('the entry module as target, its main code guarded as in torch programs: it works', () => {
+    const out = execFileSync(process.execPath, [fileURLToPath(new URL('./fixtures/self-target-guarded.js', import.meta.url))], { encoding: 'utf8', timeout: 60_000 });
+    assert.deepEqual(JSON.parse(out.trim().split('\n').pop()!), { set: true });
   });
 
   it('a missing export, and an export that is not a function', async () => {
