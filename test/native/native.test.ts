@@ -6,10 +6,11 @@ import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { isTensorprocError } from '../../src/index.js';
+import { isTensorprocError, BadHandleError, SegmentGoneError, TensorprocSystemError } from '../../src/index.js';
 import { addon, systemError } from '../../src/native/index.js';
 import { Segment, HEADER_BYTES } from '../../src/sharing/index.js';
 import { checkLeaks, collectGarbage } from '../helpers/leaks.js';
+import { isCoded } from '../helpers/errors.js';
 import { startPeer, fixture } from '../helpers/child.js';
 
 checkLeaks();
@@ -42,18 +43,18 @@ describe('segments', () => {
     }
     assert.throws(() => addon.shmOpen(name), (e: any) => e.code === 'ENOENT');
     const err = systemError((() => { try { addon.shmOpen(name); } catch (e) { return e; } })(), 'opening');
-    assert.equal((err as any).code, 'ERR_TP_SEGMENT_GONE');
+    isCoded(SegmentGoneError, 'ERR_TP_SEGMENT_GONE')(err);
   });
 
   test('a handle claiming more bytes than its segment holds is ERR_TP_BAD_HANDLE', () => {
     const fd = addon.memfdCreate('tensorproc-test', 4096);
-    assert.throws(() => Segment.openFd(fd, 4096), (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
+    assert.throws(() => Segment.openFd(fd, 4096), isCoded(BadHandleError, 'ERR_TP_BAD_HANDLE'));
     // openFd took the descriptor and closed it on failure (the leak check sees it)
     const raw = addon.memfdCreate('tensorproc-test', HEADER_BYTES + 4096);
-    assert.throws(() => Segment.openFd(raw, 100), (e: any) => e.code === 'ERR_TP_BAD_HANDLE' && /header/.test(e.message),
+    assert.throws(() => Segment.openFd(raw, 100), (e: any) => isCoded(BadHandleError, 'ERR_TP_BAD_HANDLE')(e) && /header/.test(e.message),
       'a memfd without our header is refused');
-    assert.throws(() => Segment.openName('/etc/passwd', 1), (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
-    assert.throws(() => Segment.openName('/tensorproc_0_gone', 1), (e: any) => e.code === 'ERR_TP_SEGMENT_GONE');
+    assert.throws(() => Segment.openName('/etc/passwd', 1), isCoded(BadHandleError, 'ERR_TP_BAD_HANDLE'));
+    assert.throws(() => Segment.openName('/tensorproc_0_gone', 1), isCoded(SegmentGoneError, 'ERR_TP_SEGMENT_GONE'));
   });
 });
 
@@ -249,7 +250,8 @@ describe('errors from the system', () => {
       return null;
     })();
     const e = systemError(raw, 'looking at a segment') as any;
-    assert.equal(e.code, 'ERR_TP_SYSTEM');
+    isCoded(TensorprocSystemError, 'ERR_TP_SYSTEM')(e);
+    assert.equal(e.constructor, TensorprocSystemError, 'not one of its subclasses');
     assert.equal(e.errnoName, 'EBADF');
     assert.equal(e.errno, -9);
     assert.equal(e.syscall, 'fstat');
@@ -264,9 +266,10 @@ describe('errors from the system', () => {
       cpSync(fileURLToPath(new URL('../../src', import.meta.url)), join(root, 'dist', 'src'), { recursive: true });
       writeFileSync(join(root, 'package.json'), '{"type":"module"}');
       const r = spawnSync(process.execPath, ['--input-type=module', '-e',
-        `import(${JSON.stringify(pathToFileURL(join(root, 'dist', 'src', 'index.js')).href)}).catch((e) => { console.log(JSON.stringify({ code: e.code, message: e.message })); })`],
+        `import(${JSON.stringify(pathToFileURL(join(root, 'dist', 'src', 'index.js')).href)}).catch((e) => { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); })`],
       { encoding: 'utf8' });
       const out = JSON.parse(r.stdout);
+      assert.equal(out.name, 'AddonError'); // thrown in another process: its class shows as its name
       assert.equal(out.code, 'ERR_TP_ADDON_MISSING');
       assert.match(out.message, /npm ci/);
     } finally {

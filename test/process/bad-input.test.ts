@@ -178,6 +178,9 @@ describe('exception classes', () => {
     assert.equal(exited.exitCode, 1);
     assert.equal(exited.signalName, null);
     assert.deepEqual([signalled.errorIndex, signalled.pid, signalled.exitCode, signalled.signalName], [2, 77, -9, 'SIGKILL']);
+    // The base class is torch's too (catch it to catch both); it has a code of its own.
+    const base = new ProcessException('Oh no!', 0, 5);
+    assert.deepEqual([base.name, base.code, base.errorIndex, base.pid], ['ProcessException', 'ERR_TP_PROCESS', 0, 5]);
     // torch checks that they pickle; ours survive structured cloning as data
     const copy = structuredClone({ ...signalled, message: signalled.message });
     assert.deepEqual([copy.errorIndex, copy.pid, copy.exitCode, copy.signalName, copy.code], [2, 77, -9, 'SIGKILL', 'ERR_TP_PROCESS_EXITED']);

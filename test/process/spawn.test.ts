@@ -276,6 +276,7 @@ describe('spawn()', () => {
     const ctx = spawn(target('success'), { nprocs: 2, join: false });
     await ctx.started;
     try {
+      assert.equal(ctx.pids().length, 2);
       assert.ok(ctx.processes.every((p) => p.startMethod === 'spawn'));
       assert.ok(ctx.pids().every((pid) => pid !== process.pid && pid > 0));
       assert.equal(await ctx.join(), true);

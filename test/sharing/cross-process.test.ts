@@ -7,6 +7,7 @@ import * as mp from '../../src/index.js';
 import { exportStorage, importStorage, abandonExport, receiveCache, Segment, type Lease } from '../../src/sharing/index.js';
 import { addon } from '../../src/native/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
+import { isCoded } from '../helpers/errors.js';
 import { startPeer, fixture } from '../helpers/child.js';
 
 checkLeaks();
@@ -76,11 +77,11 @@ test('file_descriptor: the identity hint only finds mappings this process has; a
 
 test('a handle to a vanished segment is ERR_TP_SEGMENT_GONE; a lying handle ERR_TP_BAD_HANDLE', () => {
   assert.throws(() => importStorage({ strategy: 'file_system', name: '/tensorproc_1_0000000000000000', nbytes: 4 }, null),
-    (e: any) => e.code === 'ERR_TP_SEGMENT_GONE');
+    isCoded(mp.SegmentGoneError, 'ERR_TP_SEGMENT_GONE'));
   const t = mp.empty([4], { shared: true });
   const { handle, fd } = exportStorage(t.storage);
-  assert.throws(() => importStorage({ ...handle, nbytes: 1 << 30 }, addon.dup(fd!)), (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
-  assert.throws(() => importStorage({ ...handle }, null), (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
+  assert.throws(() => importStorage({ ...handle, nbytes: 1 << 30 }, addon.dup(fd!)), isCoded(mp.BadHandleError, 'ERR_TP_BAD_HANDLE'));
+  assert.throws(() => importStorage({ ...handle }, null), isCoded(mp.BadHandleError, 'ERR_TP_BAD_HANDLE'));
   assert.equal((t.storage.backing as Lease).segment.refcount(), 1, 'the refused message did not keep its reference');
   t.release();
 });
@@ -99,7 +100,7 @@ test('a refused handle to a parked segment drops its reference', () => {
   // A message naming the parked segment but claiming more than it holds is refused...
   seg.retain();
   assert.throws(() => importStorage({ strategy: 'file_descriptor', name: null, nbytes: seg.capacity + 1 }, addon.dup(seg.fd!)),
-    (e: any) => e.code === 'ERR_TP_BAD_HANDLE');
+    isCoded(mp.BadHandleError, 'ERR_TP_BAD_HANDLE'));
   // ...and its reference does not stay behind, pinning the segment
   assert.equal(seg.refcount(), 1);
   t.release();

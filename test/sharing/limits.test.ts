@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as mp from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
+import { isCoded } from '../helpers/errors.js';
 import { startPeer, fixture } from '../helpers/child.js';
 
 checkLeaks();
@@ -22,18 +23,18 @@ test('a segment bigger than the free /dev/shm is ERR_TP_SHM_FULL, with nothing l
     peer.send({ cmd: 'allocMany', strategy: 'file_system', elements: (600 << 10) / 4, max: 1 });
     let r = await peer.next();
     assert.equal(r.count, 0);
-    assert.equal(r.error.code, 'ERR_TP_SHM_FULL');
+    assert.deepEqual([r.error.name, r.error.code], ['ShmFullError', 'ERR_TP_SHM_FULL']);
     assert.match(r.error.message, /--shm-size|shm clean/);
     // 4 MiB: refused by the room check before any system call.
     peer.send({ cmd: 'allocMany', strategy: 'file_system', elements: 1 << 20, max: 1 });
     r = await peer.next();
-    assert.equal(r.error.code, 'ERR_TP_SHM_FULL');
+    assert.deepEqual([r.error.name, r.error.code], ['ShmFullError', 'ERR_TP_SHM_FULL']);
     assert.match(r.error.message, /\/dev\/shm has/);
     // Filling it up with small ones: the first that does not fit fails cleanly.
     peer.send({ cmd: 'allocMany', strategy: 'file_system', elements: 16 << 10, max: 1000 });
     r = await peer.next();
     assert.ok(r.count > 0 && r.count < 1000);
-    assert.equal(r.error.code, 'ERR_TP_SHM_FULL');
+    assert.deepEqual([r.error.name, r.error.code], ['ShmFullError', 'ERR_TP_SHM_FULL']);
     peer.send({ cmd: 'ls' });
     assert.deepEqual((await peer.next()).shm, [], 'no segment left in the full /dev/shm');
     peer.send({ cmd: 'exit' });
@@ -47,7 +48,7 @@ test('shapes beyond memory are ERR_TP_SHM_FULL, not the OOM killer', () => {
   for (const strategy of ['file_descriptor', 'file_system'] as const) {
     mp.setSharingStrategy(strategy);
     try {
-      assert.throws(() => mp.empty([2 ** 42], { shared: true, dtype: 'uint8' }), (e: any) => e.code === 'ERR_TP_SHM_FULL');
+      assert.throws(() => mp.empty([2 ** 42], { shared: true, dtype: 'uint8' }), isCoded(mp.ShmFullError, 'ERR_TP_SHM_FULL'));
     } finally {
       mp.setSharingStrategy('file_descriptor');
     }
@@ -61,7 +62,7 @@ test('a low open-file limit is ERR_TP_TOO_MANY_FILES, and the process goes on', 
     peer.send({ cmd: 'allocMany', strategy: 'file_descriptor', elements: 16, max: 1000 });
     const r = await peer.next();
     assert.ok(r.count > 0 && r.count < 64, JSON.stringify(r));
-    assert.equal(r.error.code, 'ERR_TP_TOO_MANY_FILES');
+    assert.deepEqual([r.error.name, r.error.code], ['TooManyFilesError', 'ERR_TP_TOO_MANY_FILES']);
     assert.match(r.error.message, /ulimit -n/);
     // everything was released: the same allocations work again
     peer.send({ cmd: 'allocMany', strategy: 'file_descriptor', elements: 16, max: r.count });

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
+import { isCoded } from '../helpers/errors.js';
 import { startPeer, fixture } from '../helpers/child.js';
 
 checkLeaks();
@@ -32,7 +33,7 @@ test('the strategies, the default and setSharingStrategy', () => {
 test('an unknown strategy is a TypeError listing the valid names', () => {
   assert.throws(
     () => mp.setSharingStrategy('shared_memory' as mp.SharingStrategy),
-    (e: any) => e instanceof TypeError && (e as { code?: string }).code === 'ERR_TP_INVALID_STRATEGY' && /'file_descriptor', 'file_system'/.test(e.message),
+    (e: any) => isCoded(mp.InvalidStrategyError, 'ERR_TP_INVALID_STRATEGY')(e) && /'file_descriptor', 'file_system'/.test(e.message),
   );
 });
 
