@@ -11,11 +11,11 @@ export function encodeArgs(args: readonly unknown[], copies = 1): EncodedArgs {
     const bytes = new Uint8Array(plain.length + 1);
     bytes[0] = PLAIN;
     bytes.set(plain, 1);
-    return { bytes, fds: [] };
+    return { bytes, fds: [], abandon: () => {} };
   }
   const frame = encodeMessage(args, 'args', copies);
   const bytes = new Uint8Array(frame.bytes.length + 1);
   bytes[0] = FRAME;
   bytes.set(frame.bytes, 1);
-  return { bytes, fds: Array.from(frame.fds) };
+  return { bytes, fds: Array.from(frame.fds), abandon: frame.abandon };
 }

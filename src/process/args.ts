@@ -26,6 +26,8 @@ import { addon } from '../native/addon.js';
 export interface EncodedArgs {
   bytes: Uint8Array;
   fds: number[];
+  /** Takes back the in-flight references of every copy: for arguments no child will receive. */
+  abandon(): void;
 }
 
 /** The first stdio slot of a process child that holds an argument descriptor (3 is the control channel). */

@@ -60,10 +60,6 @@ export class ChannelReader<M> {
     this.#onEnd = onEnd;
   }
 
-  get ended(): boolean {
-    return this.#ended;
-  }
-
   drain(): void {
     while (!this.#ended) {
       let n: number;
@@ -77,6 +73,8 @@ export class ChannelReader<M> {
         this.#end();
         return;
       }
+      // The control channel carries no descriptors; one sent anyway must not stay open here.
+      for (let i = 1; i <= this.#fdsOut[0]!; i++) addon.close(this.#fdsOut[i]!);
       const m = this.#assembler.push(this.#buffer.subarray(0, n));
       if (m !== undefined) this.#onMessage(m);
     }

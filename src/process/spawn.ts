@@ -1,7 +1,7 @@
 // spawn() and startProcesses(): check everything, then start nprocs children that each run
 // fn(i, ...args), and either join them or hand back their ProcessContext.
 import { InvalidArgumentError } from '../errors.js';
-import { CHILD_FD_BASE } from './args.js';
+import { CHILD_FD_BASE, type EncodedArgs } from './args.js';
 import { encodeArgs } from './args-encode.js';
 import type { ChildHandle } from './child-handle.js';
 import { ProcessContext } from './context.js';
@@ -85,10 +85,17 @@ function createContext(target: Target, options: StartProcessesOptions): ProcessC
 
 async function launch(
   target: Target, context: ProcessContext, children: ChildHandle[],
-  opts: { nprocs: number; daemon: boolean; startMethod: StartMethod; encoded: ReturnType<typeof encodeArgs> },
+  opts: { nprocs: number; daemon: boolean; startMethod: StartMethod; encoded: EncodedArgs },
 ): Promise<void> {
   const { nprocs, daemon, startMethod, encoded } = opts;
-  const { url, exportName } = await resolveTarget(target);
+  let resolved: Awaited<ReturnType<typeof resolveTarget>>;
+  try {
+    resolved = await resolveTarget(target);
+  } catch (e) {
+    encoded.abandon(); // no child will take the arguments' references
+    throw e;
+  }
+  const { url, exportName } = resolved;
 
   const entry = new URL(`./${ENTRIES[startMethod]}${EXT}`, import.meta.url);
   const execArgv = startMethod === 'spawn' ? childExecArgv() : [];
@@ -114,6 +121,7 @@ async function launch(
     }
   } catch (e) {
     // Could not start them all (out of descriptors, say): leave nothing running.
+    if (children.length === 0) encoded.abandon();
     for (const c of children) c.kill('SIGKILL');
     await Promise.all(children.map((c) => c.exited));
     throw e;

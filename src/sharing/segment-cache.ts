@@ -109,7 +109,7 @@ export class SegmentCache<S = unknown> {
       this.waitsRunOut++;
       return null;
     }
-    busy.splice(busy.indexOf(entry), 1);
+    busy.splice(i, 1); // waitFree blocked this thread: nothing moved in the list meanwhile
     this.reused++;
     this.waited++;
     return entry;
@@ -145,6 +145,7 @@ export class SegmentCache<S = unknown> {
     this.#freeBytes = 0;
     for (const e of this.#busy) e.segment.drop();
     this.#busy = [];
+    this.#noWait.clear(); // nothing of any class is in flight from here any more
   }
 
   get freeBytes(): number {

@@ -38,7 +38,7 @@ export function exportForCopies(storage: Storage, copies: number): { exported: E
   return {
     exported,
     undo: () => {
-      for (let i = 1; i < copies; i++) exported.segment.unref();
+      for (let i = 1; i < copies; i++) exported.segment.releaseInFlight();
       abandonExport(exported);
     },
   };

@@ -21,6 +21,8 @@ import {
   ProcessRaisedException,
   isTensorprocError,
   Queue,
+  full,
+  setSharingStrategy,
 } from '../../src/index.js';
 import { decodeArgs, PLAIN } from '../../src/process/args.js';
 import { encodeArgs } from '../../src/process/args-encode.js';
@@ -55,6 +57,21 @@ describe('bad input is a coded error before any process starts', () => {
     assert.match(e.message, /does not exist/);
     await rejectsCoded(spawn({ module: './no-such-file.js' }), TargetNotFoundError, 'ERR_TP_TARGET_NOT_FOUND');
     await rejectsCoded(spawn({ module: 'no-such-package-tensorproc' }), TargetNotFoundError, 'ERR_TP_TARGET_NOT_FOUND');
+  });
+
+  it('a bad target gives back the references its tensor arguments took, under both strategies', async () => {
+    for (const strategy of ['file_descriptor', 'file_system'] as const) {
+      setSharingStrategy(strategy);
+      try {
+        const t = full([4], 1, { shared: true });
+        const seg = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+        await rejectsCoded(spawn({ module: MODULE, export: 'nope' }, { args: [t], nprocs: 3 }), TargetNotFunctionError, 'ERR_TP_TARGET_NOT_FUNCTION');
+        assert.equal(seg.refcount(), 1, 'only this process holds it: no child took the three references');
+        t.release();
+      } finally {
+        setSharingStrategy('file_descriptor');
+      }
+    }
   });
 
   it('a module that fails to load', async () => {

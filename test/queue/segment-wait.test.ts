@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
 import { segmentCache, type Lease } from '../../src/sharing/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
+import { isCoded } from '../helpers/errors.js';
 
 checkLeaks();
 
@@ -51,6 +52,30 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
     }
   });
 }
+
+test('file_system: a consumer killed holding the awaited segment: the manager takes its hold back and wakes the producer', async () => {
+  mp.setSharingStrategy('file_system');
+  process.env.TENSORPROC_SEGMENT_WAIT_MS = '60000';
+  const q = new mp.Queue<mp.Tensor>();
+  const ctx = mp.spawn(target('dieWhenAwaited'), { args: [q], join: false });
+  await ctx.started;
+  try {
+    const t = mp.empty([BIG], { shared: true });
+    const seg = segmentOf(t);
+    await q.put(t);
+    t.release();
+    const created = segmentCache.created;
+    const u = mp.empty([BIG], { shared: true }); // blocks until the manager reclaims the dead consumer's hold
+    assert.equal(segmentOf(u), seg);
+    assert.equal(segmentCache.created, created);
+    u.release();
+    await assert.rejects(ctx.join(), isCoded(mp.ProcessExitedException, 'ERR_TP_PROCESS_EXITED'));
+  } finally {
+    q.close();
+    mp.setSharingStrategy('file_descriptor');
+    mp.emptyCache();
+  }
+});
 
 test('a consumer that keeps what it gets: one wait runs out, then no more waits for that class', async () => {
   process.env.TENSORPROC_SEGMENT_WAIT_MS = '20';

@@ -2,7 +2,7 @@
 // when its holders go. Policy of NOTE [The file_system manager] (server.ts).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { addon, POLL_READABLE, type NativePoll } from '../../native/index.js';
-import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, holders, reclaimSlots } from '../segment-header.js';
+import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, holders, reclaimSlots } from '../segment-header.js';
 import { creatorOf, NAME_PATTERN } from './protocol.js';
 
 /** How long a name whose holders died keeps the references of its messages in flight. */
@@ -98,7 +98,7 @@ export class Registry {
     if (proc !== undefined) {
       proc.conns--;
       if (!clean) proc.crashed = true;
-      if (proc.conns <= 0 && proc.exited !== null) this.#died(pid);
+      if (proc.conns <= 0 && proc.exited !== null) this.#judgeDeath(proc);
     }
     this.#changed();
   }
@@ -221,20 +221,32 @@ export class Registry {
     return n;
   }
 
-  /** A process exited (killed or not): what it held goes, and its names are judged. */
+  /**
+   * A process exited (its pidfd polled readable, or polling found it gone). Its pidfd can
+   * poll readable before its connections' last datagrams (drops, goodbye) and their end are
+   * read here. Judged now, a process killed in the middle of its exit would count as a clean
+   * exit, whose messages in flight are kept while any user lives, instead of for the crash
+   * grace. So while a connection of it is open, the judgement waits for disconnected(); the
+   * kernel closed its sockets before its pidfd became readable, so that is a turn of the
+   * loop, and the timer covers a connection some other process somehow kept open. The pidfd
+   * poll stops meanwhile: a dead process's pidfd stays readable and would call again.
+   */
   #died(pid: number): void {
     const proc = this.#procs.get(pid);
-    if (proc === undefined) return;
-    // Its pidfd can poll readable before its connections' last datagrams (drops, goodbye)
-    // and their end are read here. Judged now, a process killed in the middle of its exit
-    // would count as a clean exit, whose messages in flight are kept while any user lives,
-    // instead of for the crash grace. The kernel closed its sockets before its pidfd became
-    // readable, so the wait is one turn of the loop; the timer covers a connection some
-    // other process somehow kept open.
-    if (proc.conns > 0 && proc.exited === null) {
-      proc.exited = setTimeout(() => this.#died(pid), DEATH_READ_MS);
+    if (proc === undefined || proc.exited !== null) return;
+    if (proc.conns > 0) {
+      proc.poll?.close();
+      proc.poll = null;
+      proc.exited = setTimeout(() => this.#judgeDeath(proc), DEATH_READ_MS);
       return;
     }
+    this.#judgeDeath(proc);
+  }
+
+  /** What a dead process held goes, and its names are judged. */
+  #judgeDeath(proc: Proc): void {
+    if (this.#procs.get(proc.pid) !== proc) return; // judged already
+    const pid = proc.pid;
     this.#unwatch(proc);
     const names = new Set(proc.names);
     // Names it created whose registration it had no time to send (killed within a turn).
@@ -286,6 +298,9 @@ export class Registry {
               else if (count > 0) live.push(pid);
             }
             total = Atomics.load(h, W_REFS);
+            // Its creator may be waiting for it to come back (NOTE [Waiting for a segment]):
+            // what a dead holder held is let go here, so the wake is ours to give.
+            if (took > 0 && total === 1 && Atomics.load(h, W_WAITING) !== 0) addon.futexWake(m, W_REFS * 4, 1);
           }
         } finally {
           addon.unmap(m);
