@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, startProcesses } from '../src/index.js';
+import { markdownTable, median } from './lib/stats.js';
 
 const runs = Number(process.argv[2] ?? 15);
 const dir = mkdtempSync(join(tmpdir(), 'tensorproc-bench-spawn-'));
@@ -38,12 +39,6 @@ const drivers: Record<string, Driver> = {
   'tensorproc thread': (n) => startProcesses({ module: targetModule }, { nprocs: n, startMethod: 'thread' }),
 };
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-
 try {
   const results: Record<string, Record<number, number[]>> = {};
   for (const n of [2, 4]) {
@@ -60,16 +55,14 @@ try {
     }
   }
   console.log(`\nW2, seconds to start and join N no-op children (median of ${runs}; ratio to child_process.fork)\n`);
-  console.log('| implementation | N=2 | ratio | N=4 | ratio |');
-  console.log('|---|---|---|---|---|');
   const base = results['child_process.fork']!;
-  for (const [name, byN] of Object.entries(results)) {
-    const cells = [2, 4].flatMap((n) => {
+  console.log(markdownTable(
+    ['implementation', 'N=2', 'ratio', 'N=4', 'ratio'],
+    Object.entries(results).map(([name, byN]) => [name, ...[2, 4].flatMap((n) => {
       const m = median(byN[n]!);
       return [m.toFixed(3), (m / median(base[n]!)).toFixed(2) + 'x'];
-    });
-    console.log(`| ${name} | ${cells.join(' | ')} |`);
-  }
+    })]),
+  ));
   // Failure latency: from the failing child's last moment to join() seeing the failure (its
   // exit resolved) and to join() rejecting (after stopping the sibling with SIGTERM).
   const seen: number[] = [];

@@ -5,6 +5,8 @@ import { readdirSync, statSync } from 'node:fs';
 import { addon } from '../native/index.js';
 import { SHM_PREFIX } from '../sharing/index.js';
 import { holders, MAGIC, W_MAGIC, W_PID, W_REFS, HEADER_BYTES } from '../sharing/segment-header.js';
+import { isAlive } from '../sharing/manager/liveness.js';
+import { creatorOf } from '../sharing/manager/protocol.js';
 
 export interface SegmentInfo {
   name: string;
@@ -15,15 +17,6 @@ export interface SegmentInfo {
   refs: number | null;
   /** No live creator and no live holder: nobody can still be using the name. */
   orphaned: boolean;
-}
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 function readHeader(name: string, bytes: number): { refs: number; pid: number; holders: [number, number][] } | null {
@@ -57,7 +50,7 @@ export function listSegments(): SegmentInfo[] {
       continue; // removed meanwhile
     }
     if (st.uid !== uid) continue;
-    const namePid = Number(/^tensorproc_(\d+)_/.exec(name)?.[1] ?? NaN);
+    const namePid = creatorOf(`/${name}`);
     const header = readHeader(name, st.size);
     const creatorPid = header?.pid ?? namePid;
     const hs = (header?.holders ?? []).map(([pid, count]) => ({ pid, count, alive: isAlive(pid) }));

@@ -77,6 +77,8 @@ export interface Addon {
 export type FutexResult = 'ok' | 'timed-out' | 'not-equal';
 
 export const EAGAIN = -11;
+/** A datagram larger than the buffer it was read into (recv throws with this errno). */
+export const EMSGSIZE = -90;
 export const POLL_READABLE = 1;
 export const POLL_WRITABLE = 2;
 export const POLL_DISCONNECT = 4;

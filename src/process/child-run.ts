@@ -3,7 +3,10 @@
 // child-process.ts and child-thread.ts; kept small because it runs before the user's code
 // on every start (the W2 yardstick counts it).
 import { decodeArgs } from './args.js';
-import { formatTrace, serializeError } from './error-payload.js';
+// Imported up front, not lazily on failure: a thread may be terminated at any moment after
+// it failed, and a worker terminated while its module loader has a file open leaks that
+// descriptor (a Node limitation).
+import { errorMessage } from './error-payload.js';
 import type { ErrorMessage, StartMessage } from './messages.js';
 
 type Loader = (url: string) => Promise<Record<string, unknown>>;
@@ -40,10 +43,3 @@ export async function runTarget(
   }
 }
 
-// Imported up front, not lazily on failure: a thread may be terminated at any moment after
-// it failed, and a worker terminated while its module loader has a file open leaks that
-// descriptor (a Node limitation).
-function errorMessage(e: unknown): ErrorMessage {
-  const error = serializeError(e);
-  return { kind: 'error', error, trace: formatTrace(error) };
-}

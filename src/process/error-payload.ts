@@ -3,7 +3,7 @@
 // cause chain. torch sends `traceback.format_exc()`; our `trace` is its counterpart: the
 // stack, then "Caused by: " and each cause's stack, as Java and Python print chains.
 import { inspect } from 'node:util';
-import type { SerializedError } from './messages.js';
+import type { ErrorMessage, SerializedError } from './messages.js';
 
 const MAX_CAUSES = 16; // a cause cycle must not loop forever
 
@@ -50,4 +50,10 @@ export function rebuildError(s: SerializedError): Error {
   e.stack = s.stack;
   Object.assign(e, s.fields);
   return e;
+}
+
+/** The ErrorMessage that reports `e` to the parent. */
+export function errorMessage(e: unknown): ErrorMessage {
+  const error = serializeError(e);
+  return { kind: 'error', error, trace: formatTrace(error) };
 }

@@ -3,7 +3,7 @@
 // worker.terminate() (a thread cannot be signalled alone), reported as that signal.
 import { Worker } from 'node:worker_threads';
 import { ChildHandle } from './child-handle.js';
-import { formatTrace, serializeError } from './error-payload.js';
+import { errorMessage } from './error-payload.js';
 import type { ChildMessage, StartMessage } from './messages.js';
 
 const LOAD_GRACE_MS = 2000;
@@ -51,8 +51,7 @@ export class ThreadChild extends ChildHandle {
     // An error outside fn that the bootstrap could not catch (it failed to load, say).
     worker.on('error', (e) => {
       if (this.error) return;
-      const error = serializeError(e);
-      this.error = { kind: 'error', error, trace: formatTrace(error) };
+      this.error = errorMessage(e);
     });
     worker.once('exit', (code) => this.finish(this.#killedWith ? null : code, this.#killedWith));
     if (options.daemon) worker.unref();

@@ -22,7 +22,7 @@
 // A producer that takes fewer slots than are free while others still wait passes a notice on.
 // A waiting put holds its value, not an encoded message: it is encoded when its slot is
 // taken (as torch's feeder pickles later), so a wait costs no copy and no descriptor.
-import { addon, EAGAIN } from '../native/index.js';
+import { addon, EAGAIN, EMSGSIZE } from '../native/index.js';
 import { QueueFullError } from '../errors.js';
 import type { Endpoint, Frame } from '../transport/index.js';
 import type { SharedWords } from './shared-words.js';
@@ -198,7 +198,7 @@ export class Slots {
       try {
         n = addon.recv(this.#endpoint.sendFd, noticeBuffer, noticeFds);
       } catch (e) {
-        if ((e as { errno?: number }).errno === -90 /* EMSGSIZE */) continue; // not a notice: dropped
+        if ((e as { errno?: number }).errno === EMSGSIZE) continue; // not a notice: dropped
         return false;
       }
       if (n === EAGAIN || n < 0) return false;

@@ -81,6 +81,8 @@ function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
 /** One lease on a segment: see NOTE [Shared allocation]. */
 export class Lease implements SharedBacking {
   readonly buffer: ArrayBuffer;
+  /** Its memory is known to be zeros (a segment made for it): zeros() need not write it. */
+  zeroed = false;
   readonly #state: LeaseState;
 
   /** A lease of `nbytes` on a segment, reusing the spare buffer its last lease left if it fits. */
@@ -119,8 +121,10 @@ export class Lease implements SharedBacking {
 }
 
 setSharedAllocator((nbytes) => {
-  const { segment, spare } = cache.acquire(nbytes);
-  return new Lease(segment, nbytes, true, spare);
+  const entry = cache.acquire(nbytes);
+  const lease = new Lease(entry.segment, nbytes, true, entry.spare);
+  if (entry.fresh === true) lease.zeroed = true;
+  return lease;
 });
 
 // At exit this process lets go of everything, so that the last holder of a named segment

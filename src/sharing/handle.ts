@@ -1,11 +1,11 @@
 // Storages across process boundaries: what travels (a handle, plus a descriptor under
 // file_descriptor) and how a received handle becomes a Storage again. The transport's
 // reduce/rebuild registry builds on these two functions.
-import { addon, systemError } from '../native/index.js';
+import { addon } from '../native/index.js';
 import { Storage } from '../tensor/index.js';
 import { BadHandleError } from '../errors.js';
 import { Lease, received, emptySegmentCaches, type Spare } from './allocator.js';
-import { Segment } from './segment.js';
+import { Segment, fdIdentity, type FdIdentity } from './segment.js';
 import type { SharingStrategy } from './strategy.js';
 
 export interface StorageHandle {
@@ -38,6 +38,11 @@ export interface ExportedStorage {
 // this process (exportStorage). Owners keep their own segments' descriptors in their cache.
 const KEEP_FDS = Number(process.env.TENSORPROC_KEEP_FDS) >= 0 ? Number(process.env.TENSORPROC_KEEP_FDS) : 16;
 const kept = new Map<Segment, true>(); // insertion order: least recently used first
+
+/** Marks a kept segment most recently used; one that is not kept stays out. */
+function touch(segment: Segment): void {
+  if (kept.delete(segment)) kept.set(segment, true);
+}
 
 /** Keeps `fd` for `segment` (null: the segment holds its descriptor already). */
 function keep(segment: Segment, fd: number | null): void {
@@ -92,10 +97,7 @@ export function exportStorage(storage: Storage): ExportedStorage {
   storage.shareMemory();
   let lease = storage.backing as Lease;
   let segment = lease.segment;
-  if (kept.has(segment)) {
-    kept.delete(segment); // most recently used now
-    kept.set(segment, true);
-  }
+  touch(segment);
   if (segment.strategy === 'file_descriptor' && segment.fd === null) {
     // A receiver closed this memfd's descriptor (NOTE [Kept descriptors]) and cannot pass it
     // on. The storage moves into a segment of this process instead: one copy, then it
@@ -136,19 +138,18 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
     const found = importKnown(hint, nbytes, fd);
     if (found !== null) return found;
   }
-  let key: string;
+  let identity: FdIdentity;
   try {
-    const [, dev, ino] = addon.fstat(fd);
-    key = `fd:${dev}:${ino}`;
+    identity = fdIdentity(fd);
   } catch (e) {
     addon.close(fd);
-    throw systemError(e, 'opening a shared segment received by descriptor');
+    throw e;
   }
-  if (key !== hint) {
-    const found = importKnown(key, nbytes, fd);
+  if (identity.key !== hint) {
+    const found = importKnown(identity.key, nbytes, fd);
     if (found !== null) return found;
   }
-  const segment = Segment.openFd(fd, nbytes, true); // takes the descriptor, even when it throws
+  const segment = Segment.openFd(fd, nbytes, true, identity); // takes the descriptor, even when it throws
   keep(segment, null);
   return importNew(segment, nbytes, null);
 }

@@ -57,6 +57,8 @@ export interface CacheEntry<S> {
   readonly spare: S | null;
   /** Reuse only once no buffer of the ended lease is alive (NOTE [Moved buffers], allocator.ts). */
   readonly checkBuffers?: boolean;
+  /** Made just now: its memory is still the kernel's zeros. */
+  readonly fresh?: boolean;
 }
 
 export class SegmentCache<S = unknown> {
@@ -71,9 +73,8 @@ export class SegmentCache<S = unknown> {
   #lastClass = 0;
   /** Classes whose last wait ran out (NOTE [Waiting for a segment]). */
   #noWait = new Set<number>();
-  /** Counters for tests and `doctor`: segments created, requests served from the cache, waits. */
+  /** Counters for tests: segments made, requests that waited for one, waits that ran out. */
   created = 0;
-  reused = 0;
   waited = 0;
   waitsRunOut = 0;
 
@@ -87,7 +88,6 @@ export class SegmentCache<S = unknown> {
     if (list !== undefined && list.length > 0) {
       const entry = list.pop()!;
       this.#freeBytes -= entry.segment.capacity;
-      this.reused++;
       return entry;
     }
     if (cls >= WAIT_MIN_BYTES && !this.#noWait.has(cls)) {
@@ -95,7 +95,7 @@ export class SegmentCache<S = unknown> {
       if (entry !== null) return entry;
     }
     this.created++;
-    return { segment: Segment.create(strategy, cls), spare: null };
+    return { segment: Segment.create(strategy, cls), spare: null, fresh: true };
   }
 
   /** The oldest busy segment of the class once it is free, or null if it did not come back in time. */
@@ -110,7 +110,6 @@ export class SegmentCache<S = unknown> {
       return null;
     }
     busy.splice(i, 1); // waitFree blocked this thread: nothing moved in the list meanwhile
-    this.reused++;
     this.waited++;
     return entry;
   }
@@ -150,9 +149,6 @@ export class SegmentCache<S = unknown> {
 
   get freeBytes(): number {
     return this.#freeBytes;
-  }
-  get busyCount(): number {
-    return this.#busy.length;
   }
 
   /**

@@ -89,7 +89,7 @@ export class Segment {
     let key: string;
     try {
       mapping = addon.map(fd, size);
-      key = name !== null ? `fs:${name}` : fdKey(fd);
+      key = name !== null ? `fs:${name}` : fdIdentity(fd).key;
     } catch (e) {
       addon.close(fd);
       if (name !== null) addon.shmUnlink(name);
@@ -111,17 +111,9 @@ export class Segment {
    * `nbytes` is what the handle claims the storage holds; a segment smaller than that is a
    * BadHandleError, never a SIGBUS later.
    */
-  static openFd(fd: number, nbytes: number, keepFd = false): Segment {
+  static openFd(fd: number, nbytes: number, keepFd = false, identity: FdIdentity | null = null): Segment {
     try {
-      let size: number;
-      let key: string;
-      try {
-        const [sz, dev, ino] = addon.fstat(fd);
-        size = sz;
-        key = `fd:${dev}:${ino}`;
-      } catch (e) {
-        throw systemError(e, 'opening a shared segment received by descriptor');
-      }
+      const { size, key } = identity ?? fdIdentity(fd);
       const seg = Segment.#open('file_descriptor', null, key, fd, size, nbytes);
       if (keepFd) {
         seg.#fd = fd;
@@ -311,7 +303,19 @@ export class Segment {
   }
 }
 
-function fdKey(fd: number): string {
-  const [, dev, ino] = addon.fstat(fd);
-  return `fd:${dev}:${ino}`;
+export interface FdIdentity {
+  readonly size: number;
+  /** `fd:<dev>:<ino>`: the segment's key, the same in every process that maps it. */
+  readonly key: string;
+}
+
+/** A memfd's size and key, from one fstat. */
+export function fdIdentity(fd: number): FdIdentity {
+  let st: [number, number, number];
+  try {
+    st = addon.fstat(fd);
+  } catch (e) {
+    throw systemError(e, 'opening a shared segment received by descriptor');
+  }
+  return { size: st[0], key: `fd:${st[1]}:${st[2]}` };
 }

@@ -32,8 +32,9 @@ export function empty(shape: readonly number[] | number, opts?: TensorOptions): 
 
 export function zeros(shape: readonly number[] | number, opts?: TensorOptions): Tensor {
   const t = empty(shape, opts);
-  // Plain ArrayBuffers are born zeroed; recycled shared segments are not.
-  if (t.isShared()) new Uint8Array(t.storage.internalBuffer, t.storage.byteOffset, t.storage.nbytes).fill(0);
+  // Plain ArrayBuffers are born zeroed, and so is a segment just made; a recycled one is not.
+  // fill() streams a large one (NOTE [Streaming fill]).
+  if (t.isShared() && t.storage.backing?.zeroed !== true) t.fill(0);
   return t;
 }
 

@@ -19,6 +19,8 @@ export interface SharedBacking {
   /** Opaque to this layer: the segment, for src/sharing's reduce/rebuild. */
   readonly segment: object;
   release(escaped: boolean): void;
+  /** True when the memory is known to hold zeros (a freshly made segment). */
+  readonly zeroed?: boolean;
 }
 
 export type SharedAllocator = (nbytes: number) => SharedBacking;
@@ -50,7 +52,7 @@ export class Storage {
     this.#backing = backing;
   }
 
-  /** A new zero-filled storage, in shared memory when `shared`. */
+  /** A new storage: zero-filled, or in shared memory when `shared` (then, if recycled, holding old bytes). */
   static allocate(nbytes: number, shared: boolean): Storage {
     if (shared) {
       const b = allocateShared(nbytes);
@@ -114,13 +116,7 @@ export class Storage {
 
   /** torch share_memory_(): moves the bytes into shared memory (one copy). */
   shareMemory(): this {
-    if (this.#backing !== null) return this;
-    const src = new Uint8Array(this.internalBuffer, this.#byteOffset, this.nbytes);
-    const b = allocateShared(this.nbytes);
-    new Uint8Array(b.buffer).set(src);
-    this.#buffer = b.buffer;
-    this.#byteOffset = 0;
-    this.#backing = b;
+    if (this.#backing === null) this.#moveToShared();
     return this;
   }
 
@@ -130,15 +126,23 @@ export class Storage {
    */
   rebase(): this {
     const old = this.#backing;
-    if (old === null) return this.shareMemory();
+    const escaped = this.#escaped;
+    this.#moveToShared();
+    old?.release(escaped);
+    return this;
+  }
+
+  /**
+   * Copies the bytes into a new shared lease and moves this storage onto it. The new lease's
+   * buffer has reached no user yet (NOTE [Shared allocation]): it can be kept for reuse.
+   */
+  #moveToShared(): void {
     const b = allocateShared(this.nbytes);
     new Uint8Array(b.buffer).set(new Uint8Array(this.internalBuffer, this.#byteOffset, this.nbytes));
     this.#buffer = b.buffer;
     this.#byteOffset = 0;
     this.#backing = b;
-    old.release(this.#escaped);
     this.#escaped = false;
-    return this;
   }
 
   /** Drops this process's hold on the bytes now; the storage is unusable afterwards. */

@@ -12,14 +12,13 @@
 // producer that returns right after its last put still delivers it.
 // Receivers take exactly one datagram per get(): a process never reads ahead, so a consumer
 // that stops (or is killed) leaves every message it did not take to the others.
-import { addon, EAGAIN, systemError } from '../native/index.js';
+import { addon, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
 import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError } from '../errors.js';
 import { decodeMessage, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
 import { transportAddon } from './native.js';
 
 export const NOTHING: unique symbol = Symbol('nothing');
-const EMSGSIZE = -90;
 
 // One receive buffer per thread: a message is decoded before the next one is read.
 const recvBuffer = new Uint8Array(MAX_FRAME);
@@ -139,11 +138,6 @@ export class Endpoint {
       frame.abandon();
       throw e;
     }
-  }
-
-  /** Frames sent but still waiting in this process for room in the socket. */
-  get backlog(): number {
-    return this.#backlog.length;
   }
 
   #sendNow(bytes: Uint8Array, fds: Int32Array): boolean {
@@ -275,7 +269,7 @@ export class Endpoint {
   /** True when a message is waiting (or the stream ended), without taking it. */
   ready(): boolean {
     if (this.#closed) throw this.closedError();
-    return this.#ended || (transportAddon.pollNow(this.recvFd, 1) & 5) !== 0;
+    return this.#ended || (transportAddon.pollNow(this.recvFd, POLL_READABLE) & (POLL_READABLE | POLL_DISCONNECT)) !== 0;
   }
 
   /** Resolves true once a message is waiting, false after `timeout` ms. */

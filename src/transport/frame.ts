@@ -72,7 +72,7 @@ export function encodeMessage(value: unknown, path = '', copies = 1): Frame {
 /** Throws what encodeMessage() would refuse, without taking anything (for a put that must wait). */
 export function checkMessage(value: unknown, path = ''): void {
   if (value instanceof Tensor) {
-    if (value.storage.isReleased()) value.storage.buffer; // throws ReleasedError
+    value.storage.assertUsable();
     return;
   }
   prepare(value, path);
@@ -166,7 +166,7 @@ function spill(inner: Uint8Array, reducer: Reducer): Frame {
  * owned by it, the others are closed before this returns or throws.
  */
 export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknown {
-  if (bytes.length >= 24 && bytes[0] === KIND_TENSOR && bytes[1] === FRAME_VERSION) return decodeLoneTensor(bytes, fds);
+  if (bytes[0] === KIND_TENSOR) return decodeLoneTensor(bytes, fds);
   const ctx = new Rebuilder(fds);
   try {
     return decodeFrame(bytes, ctx, true);
@@ -177,12 +177,14 @@ export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknow
   }
 }
 
-// The common case without the Rebuilder's bookkeeping: at most one descriptor, and it is
-// descriptor 0 (NOTE [Frames]).
+// A TENSOR frame, without the Rebuilder's bookkeeping: at most one descriptor, and it is
+// descriptor 0 (NOTE [Frames]). It only ever travels alone, never inside a spill.
 function decodeLoneTensor(bytes: Uint8Array, fds: readonly number[]): Tensor {
   let fd = fds.length > 0 ? fds[0]! : null;
   try {
     for (let i = 1; i < fds.length; i++) addon.close(fds[i]!);
+    checkVersion(bytes);
+    if (bytes.length < 24) throw new FrameDecodeError('A received tensor message is truncated.');
     const dv = viewOf(bytes);
     const at0 = bytes.byteOffset;
     const dtype = DTYPE_CODES[bytes[2]!];
@@ -235,13 +237,15 @@ function asDecodeError(e: unknown): Error {
   return new FrameDecodeError(`A received message could not be decoded (${(e as Error)?.message ?? String(e)}): it is corrupt, or was not sent by this version of tensorproc.`);
 }
 
-function decodeFrame(bytes: Uint8Array, ctx: Rebuilder, outer: boolean): unknown {
+function checkVersion(bytes: Uint8Array): void {
   if (bytes.length < 2) throw new FrameDecodeError(`A received message is ${bytes.length} bytes long, too short for a frame.`);
   if (bytes[1] !== FRAME_VERSION) throw new FrameDecodeError(`A received message has frame version ${bytes[1]}, this tensorproc reads ${FRAME_VERSION}: are both sides the same version?`);
+}
+
+function decodeFrame(bytes: Uint8Array, ctx: Rebuilder, outer: boolean): unknown {
+  checkVersion(bytes);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   switch (bytes[0]) {
-    case KIND_TENSOR:
-      return decodeTensor(bytes, dv, ctx);
     case KIND_VALUE:
       return decodeValue(bytes.subarray(2), ctx);
     case KIND_SPILL:
@@ -264,25 +268,6 @@ function readHandle(strategyCode: number, nbytes: number, name: string, ctx: Reb
   if (!Number.isSafeInteger(nbytes) || nbytes < 0) throw new FrameDecodeError(`A received storage handle claims ${nbytes} bytes.`);
   const fd = strategy === 'file_descriptor' ? ctx.takeFd(fdIndex) : null;
   return { handle: { strategy, name: strategy === 'file_system' ? name : null, nbytes }, fd };
-}
-
-function decodeTensor(bytes: Uint8Array, dv: DataView, ctx: Rebuilder): Tensor {
-  if (bytes.length < 24) throw new FrameDecodeError('A received tensor message is truncated.');
-  const dtype = DTYPE_CODES[bytes[2]!];
-  if (dtype === undefined) throw new FrameDecodeError(`A received tensor has dtype code ${bytes[2]}.`);
-  const ndim = bytes[3]!;
-  const nameAt = 24 + 16 * ndim;
-  if (nameAt > bytes.length) throw new FrameDecodeError('A received tensor message is truncated.');
-  const shape = new Array<number>(ndim);
-  const stride = new Array<number>(ndim);
-  let at = 24;
-  for (let i = 0; i < ndim; i++, at += 8) shape[i] = dv.getFloat64(at, true);
-  for (let i = 0; i < ndim; i++, at += 8) stride[i] = dv.getFloat64(at, true);
-  const offset = dv.getFloat64(16, true);
-  checkTensorLayout(shape, stride, offset);
-  const name = readName(bytes, nameAt, bytes[5]!);
-  const { handle, fd } = readHandle(bytes[4]!, dv.getFloat64(8, true), name, ctx, 0);
-  return new Tensor(importStorage(handle, fd), dtype, shape, stride, offset);
 }
 
 function decodeValue(body: Uint8Array, ctx: Rebuilder): unknown {

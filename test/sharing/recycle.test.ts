@@ -64,6 +64,20 @@ test('a segment another holder still references is not reused until it lets go',
   void exported;
 });
 
+test('zeros() writes a recycled segment, and leaves a segment just made (the kernel zeroed it) alone', () => {
+  mp.emptyCache();
+  const a = mp.zeros([3000], { shared: true });
+  assert.equal((a.storage.backing as Lease).zeroed, true, 'made for it');
+  a.fill(7);
+  const seg = segmentOf(a);
+  a.release();
+  const b = mp.zeros([3000], { shared: true });
+  assert.equal(segmentOf(b), seg, 'recycled');
+  assert.equal((b.storage.backing as Lease).zeroed, false);
+  assert.ok((b.toArray() as number[]).every((x) => x === 0), 'the old 7s are gone');
+  b.release();
+});
+
 test('different size classes do not mix; strategies do not mix', () => {
   const small = mp.empty([10], { shared: true });
   const segSmall = segmentOf(small);

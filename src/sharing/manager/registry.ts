@@ -1,9 +1,10 @@
 // The manager's bookkeeping: which processes map which names, and what to do with a name
 // when its holders go. Policy of NOTE [The file_system manager] (server.ts).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { addon, POLL_READABLE, type NativePoll } from '../../native/index.js';
 import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, holders, reclaimSlots } from '../segment-header.js';
 import { creatorOf, NAME_PATTERN } from './protocol.js';
+import { isAlive } from './liveness.js';
 
 /** How long a name whose holders died keeps the references of its messages in flight. */
 export const CRASH_GRACE_MS = 1000;
@@ -40,24 +41,6 @@ interface NameState {
   graceKind: 'crash' | 'clean' | 'retry' | null;
   /** When it was first seen with references in flight only, after clean exits. */
   orphanSince: number | null;
-}
-
-/** Is `pid` a running process? A zombie is not: it holds nothing any more. */
-export function isAlive(pid: number): boolean {
-  if (!(pid > 0)) return false;
-  try {
-    process.kill(pid, 0); // needs no descriptor, unlike /proc
-  } catch (e) {
-    if ((e as { code?: string }).code === 'ESRCH') return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X' && state !== 'x';
-  } catch (e) {
-    // Gone since, or no descriptor left to look (EMFILE): it existed a moment ago.
-    return (e as { code?: string }).code !== 'ENOENT' && (e as { code?: string }).code !== 'ESRCH';
-  }
 }
 
 /** Errors that say "try again later" rather than anything about the segment. */
