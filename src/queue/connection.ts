@@ -3,7 +3,7 @@
 // for one process at each end at a time; several readers of one end would each take whole
 // messages, never parts.
 import { addon, systemError } from '../native/index.js';
-import { InvalidArgumentError, PipeClosedError } from '../errors.js';
+import { InvalidArgumentError } from '../errors.js';
 import { Endpoint, checkTimeout, registerReduction } from '../transport/index.js';
 import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
 
@@ -48,7 +48,7 @@ export class Connection<T = unknown> {
   /** The next message from the other end; PipeClosedError once the other end is closed everywhere. */
   recv(): Promise<T> {
     if (!this.readable) return Promise.reject(new InvalidArgumentError('This end of a one-way Pipe only sends: recv on the other end.'));
-    return this.#endpoint.receive(null, () => new PipeClosedError('unreachable')) as Promise<T>;
+    return this.#endpoint.receive(null) as Promise<T>;
   }
 
   /** Whether a message can be received now, waiting up to `timeout` ms (default 0; null: forever). */

@@ -3,7 +3,7 @@
 // [Frames]; descriptors as in NOTE [Queue objects and descriptors].
 import { addon, systemError } from '../native/index.js';
 import { InvalidArgumentError, QueueEmptyError, QueueFullError } from '../errors.js';
-import { Endpoint, checkMessage, checkTimeout, encodeMessage, registerReduction } from '../transport/index.js';
+import { Endpoint, checkMessage, checkTimeout, registerReduction } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { Slots } from './slots.js';
 import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
@@ -19,7 +19,9 @@ export interface TimeoutOptions {
 }
 
 const RESOLVED = Promise.resolve();
-const neverEmpty = (): Error => new QueueEmptyError('unreachable: a get without timeout waits');
+/** Why a get with a timeout gave up (made only when one does). */
+const emptyError = (timeout: number): Error =>
+  new QueueEmptyError(timeout === 0 ? 'The queue is empty.' : `Nothing arrived on the queue within ${timeout} ms.`);
 
 /** What a Queue holds; closing it frees the descriptors (see lifetime.ts). */
 class QueueCore {
@@ -108,7 +110,7 @@ export class Queue<T = unknown> {
       return Promise.reject(e);
     }
     if (timeout === 0) return Promise.reject(new QueueFullError(`The queue is full (maxsize ${core.slots.maxsize}).`));
-    return core.slots.wait(() => encodeMessage(obj), timeout);
+    return core.slots.wait(obj, timeout);
   }
 
   /** torch put_nowait(): put with timeout 0. */
@@ -124,9 +126,7 @@ export class Queue<T = unknown> {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#core.endpoint.receive(timeout, timeout === null ? neverEmpty : () => new QueueEmptyError(
-      timeout === 0 ? 'The queue is empty.' : `Nothing arrived on the queue within ${timeout} ms.`,
-    )) as Promise<T>;
+    return this.#core.endpoint.receive(timeout, emptyError) as Promise<T>;
   }
 
   /** torch get_nowait(): get with timeout 0. */

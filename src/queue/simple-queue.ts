@@ -33,7 +33,7 @@ export class SimpleQueue<T = unknown> {
 
   /** The next message, waiting as long as it takes. */
   get(): Promise<T> {
-    return this.#endpoint.receive(null, () => new Error('unreachable')) as Promise<T>;
+    return this.#endpoint.receive(null) as Promise<T>;
   }
 
   /** True when no message is waiting to be received now. */

@@ -24,7 +24,7 @@
 // taken (as torch's feeder pickles later), so a wait costs no copy and no descriptor.
 import { addon, EAGAIN, EMSGSIZE } from '../native/index.js';
 import { QueueFullError } from '../errors.js';
-import type { Endpoint, Frame } from '../transport/index.js';
+import type { Endpoint } from '../transport/index.js';
 import type { SharedWords } from './shared-words.js';
 
 export const COUNT = 0;
@@ -40,7 +40,7 @@ const noticeBuffer = new Uint8Array(64);
 const noticeFds = new Int32Array(2);
 
 interface SlotWaiter {
-  encode: () => Frame;
+  value: unknown;
   resolve(): void;
   reject(e: unknown): void;
   timer: NodeJS.Timeout | null;
@@ -70,7 +70,12 @@ export class Slots {
       Atomics.add(w, COUNT, 1);
       return true;
     }
-    if (this.#waiters.length > 0) return false;
+    return this.#waiters.length === 0 && this.#claim();
+  }
+
+  /** Takes a slot if COUNT < maxsize, by a compare-and-swap (no lock: NOTE [Queue slots]). */
+  #claim(): boolean {
+    const w = this.#words;
     for (;;) {
       const c = Atomics.load(w, COUNT);
       if (c >= this.maxsize) return false;
@@ -129,12 +134,12 @@ export class Slots {
   }
 
   /**
-   * Encodes and sends a message once a slot is free; rejects with QueueFullError after
-   * `timeout` ms.
+   * Sends `value` (encoded then, not now) once a slot is free; rejects with QueueFullError
+   * after `timeout` ms.
    */
-  wait(encode: () => Frame, timeout: number | null): Promise<void> {
+  wait(value: unknown, timeout: number | null): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const w: SlotWaiter = { encode, resolve, reject, timer: null };
+      const w: SlotWaiter = { value, resolve, reject, timer: null };
       if (timeout !== null) {
         w.timer = setTimeout(() => {
           if (!this.#remove(w)) return;
@@ -168,20 +173,14 @@ export class Slots {
     const w = this.#words;
     const drained = this.#readNotice();
     if (drained) Atomics.store(w, NOTICED, 0);
-    while (this.#waiters.length > 0) {
-      const c = Atomics.load(w, COUNT);
-      if (c >= this.maxsize) break;
-      if (Atomics.compareExchange(w, COUNT, c, c + 1) !== c) continue;
+    while (this.#waiters.length > 0 && this.#claim()) {
       const waiter = this.#waiters[0]!;
       this.#remove(waiter);
-      let frame: Frame | null = null;
       try {
-        frame = waiter.encode();
-        this.#endpoint.send(frame);
+        this.#endpoint.sendValueNow(waiter.value);
         waiter.resolve();
       } catch (e) {
         this.giveBack();
-        frame?.abandon();
         waiter.reject(e);
       }
     }

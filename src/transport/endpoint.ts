@@ -215,7 +215,12 @@ export class Endpoint {
   }
 
   /** The next message; `timeout` ms at most (null: no limit), then `onTimeout()` is thrown. */
-  receive(timeout: number | null, onTimeout: () => Error): Promise<unknown> {
+  /**
+   * The next message, or a rejection with `onTimeout(timeout)` once `timeout` ms pass (null:
+   * no limit, and then onTimeout is never called). A function, not an error, so that a get
+   * makes no Error, and no closure, unless it times out.
+   */
+  receive(timeout: number | null, onTimeout?: (timeout: number) => Error): Promise<unknown> {
     if (this.#closed) return Promise.reject(this.closedError());
     if (this.#waiters.length === 0) {
       try {
@@ -224,7 +229,7 @@ export class Endpoint {
       } catch (e) {
         return Promise.reject(e);
       }
-      if (timeout === 0) return Promise.reject(onTimeout());
+      if (timeout === 0) return Promise.reject(timedOut(0, onTimeout));
     }
     return new Promise((resolve, reject) => {
       const w: Waiter = { resolve, reject, timer: null };
@@ -233,7 +238,7 @@ export class Endpoint {
           const i = this.#waiters.indexOf(w);
           if (i >= 0) this.#waiters.splice(i, 1);
           if (this.#waiters.length === 0) this.recvWatcher.onReadable(null);
-          reject(onTimeout());
+          reject(timedOut(timeout, onTimeout));
         }, timeout);
       }
       this.#waiters.push(w);
@@ -317,4 +322,8 @@ export class Endpoint {
     addon.close(this.sendFd);
     if (this.recvFd !== this.sendFd) addon.close(this.recvFd);
   }
+}
+
+function timedOut(timeout: number, onTimeout: ((timeout: number) => Error) | undefined): Error {
+  return onTimeout?.(timeout) ?? new Error(`Nothing arrived within ${timeout} ms.`);
 }
