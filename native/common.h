@@ -10,6 +10,8 @@ namespace tp {
 // Throws a JS Error with `errno` (negative, as Node's own system errors), `code` (the errno
 // name, e.g. "ENOSPC") and `syscall`. src/native/errors.ts turns these into ERR_TP_* classes.
 void ThrowErrno(Napi::Env env, int err, const char* syscall);
+// The same error, not thrown (to reject a promise with).
+Napi::Error ErrnoError(Napi::Env env, int err, const char* syscall);
 
 // NOTE [Node-API and the V8 API]
 // Node-API has no way to create an ArrayBuffer or SharedArrayBuffer over memory it does not

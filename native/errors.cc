@@ -4,7 +4,7 @@
 
 namespace tp {
 
-void ThrowErrno(Napi::Env env, int err, const char* syscall) {
+Napi::Error ErrnoError(Napi::Env env, int err, const char* syscall) {
   const char* name = strerrorname_np(err);
   std::string code = name ? name : ("E" + std::to_string(err));
   std::string msg = std::string(syscall) + " failed: " + strerror(err) + " (" + code + ")";
@@ -12,7 +12,11 @@ void ThrowErrno(Napi::Env env, int err, const char* syscall) {
   e.Set("errno", Napi::Number::New(env, -err));
   e.Set("code", Napi::String::New(env, code));
   e.Set("syscall", Napi::String::New(env, syscall));
-  e.ThrowAsJavaScriptException();
+  return e;
+}
+
+void ThrowErrno(Napi::Env env, int err, const char* syscall) {
+  ErrnoError(env, err, syscall).ThrowAsJavaScriptException();
 }
 
 bool ArgInt(const Napi::CallbackInfo& info, size_t i, int64_t* out) {

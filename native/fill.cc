@@ -37,24 +37,27 @@ void Fill(uint8_t* p, size_t n, const uint8_t pat[16]) {
   for (; p < end; ++p) *p = pat[reinterpret_cast<uintptr_t>(p) & 15];
 }
 
-// streamFill(typedArray, pattern: Uint8Array of 16 bytes): fills all of typedArray's bytes.
+// The bytes of a typed array, whatever its buffer (a SharedArrayBuffer too, which
+// Napi::ArrayBuffer cannot read), or nullptr.
+uint8_t* BytesOf(Napi::Env env, Napi::Value v, size_t* bytes) {
+  void* data = nullptr;
+  if (!v.IsTypedArray() || napi_get_typedarray_info(env, v, nullptr, nullptr, &data, nullptr, nullptr) != napi_ok) return nullptr;
+  *bytes = v.As<Napi::TypedArray>().ByteLength();
+  return static_cast<uint8_t*>(data);
+}
+
+// streamFill(typedArray, pattern: 16-byte Uint8Array): fills all of typedArray's bytes.
 Napi::Value StreamFill(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 2 || !info[0].IsTypedArray() || !info[1].IsTypedArray()) return env.Undefined();
-  napi_typedarray_type type;
-  size_t length;
-  void* data;
-  napi_value ab;
-  size_t offset;
-  if (napi_get_typedarray_info(env, info[0], &type, &length, &data, &ab, &offset) != napi_ok || data == nullptr) {
-    return env.Undefined();
-  }
-  Napi::TypedArray target = info[0].As<Napi::TypedArray>();
-  Napi::TypedArray pattern = info[1].As<Napi::TypedArray>();
-  if (pattern.ByteLength() != 16) return env.Undefined();
+  // Misuse of this internal function is a no-op, never a crash (TypeScript checked the values).
+  if (info.Length() < 2) return env.Undefined();
+  size_t n = 0, patBytes = 0;
+  uint8_t* target = BytesOf(env, info[0], &n);
+  uint8_t* pattern = BytesOf(env, info[1], &patBytes);
+  if (target == nullptr || pattern == nullptr || patBytes != 16) return env.Undefined();
   uint8_t pat[16];
-  std::memcpy(pat, static_cast<uint8_t*>(pattern.ArrayBuffer().Data()) + pattern.ByteOffset(), 16);
-  Fill(static_cast<uint8_t*>(data), target.ByteLength(), pat);
+  std::memcpy(pat, pattern, 16);
+  Fill(target, n, pat);
   return env.Undefined();
 }
 

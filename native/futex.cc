@@ -116,13 +116,7 @@ struct AsyncWait {
 void ResolveOnLoop(Napi::Env env, Napi::Function, std::nullptr_t*, AsyncWait* w) {
   if (env != nullptr) {
     if (w->result < 0) {
-      // Build the error without throwing it: reject the promise with it.
-      const char* name = strerrorname_np(w->err);
-      Napi::Error e = Napi::Error::New(env, std::string("futex(FUTEX_WAIT) failed: ") + strerror(w->err));
-      e.Set("errno", Napi::Number::New(env, -w->err));
-      e.Set("code", Napi::String::New(env, name ? name : "EUNKNOWN"));
-      e.Set("syscall", Napi::String::New(env, "futex(FUTEX_WAIT)"));
-      w->deferred.Reject(e.Value());
+      w->deferred.Reject(ErrnoError(env, w->err, "futex(FUTEX_WAIT)").Value());
     } else {
       w->deferred.Resolve(Napi::String::New(env, ResultName(w->result)));
     }

@@ -28,17 +28,25 @@ export class ProcessChild extends ChildHandle {
     super(start.index, onExit);
     const [parentEnd, childEnd] = addon.socketpair();
     let child: ChildProcess;
+    let sent: Promise<void> = Promise.resolve();
+    let reader: ChannelReader<ChildMessage> | null = null;
+    // The one way parentEnd is let go: a start message still being pumped fails once the peer
+    // is gone, and its poll must be closed before the descriptor is.
+    const release = (): void => {
+      reader?.close();
+      void sent.catch(() => {}).finally(() => addon.close(parentEnd));
+    };
     try {
       // Written before the child starts: it finds the message waiting (most fit the socket
       // buffer at once; a larger one is pumped as the child reads).
-      const sent = sendFrames(parentEnd, toFrames(start));
+      sent = sendFrames(parentEnd, toFrames(start));
       child = spawn(process.execPath, [...options.execArgv, fileURLToPath(options.entry)], {
         // stdin is /dev/null, as Python's multiprocessing does: children must not compete
         // with the parent for its input. stdout and stderr are shared.
         stdio: ['ignore', 'inherit', 'inherit', childEnd, ...options.argFds],
         env: { ...process.env, [PARENT_PID_ENV]: String(process.pid) },
       });
-      const reader = new ChannelReader<ChildMessage>(
+      const r = new ChannelReader<ChildMessage>(
         parentEnd,
         (m) => {
           if (m.kind === 'error') this.error ??= m;
@@ -47,28 +55,25 @@ export class ProcessChild extends ChildHandle {
       );
       // One poll per descriptor: read only once the start message is out. A child that dies
       // first makes the send fail; its exit is reported all the same.
+      reader = r;
       sent.then(
-        () => this.isAlive() && reader.watch(false),
+        () => this.isAlive() && r.watch(false),
         () => {},
       );
       child.once('exit', (code, signal) => {
-        reader.drain(); // an error sent just before exiting is already in the socket
-        reader.close();
-        // A start message still being pumped fails now that the peer is gone; its poll
-        // must be closed before the descriptor is.
-        void sent.catch(() => {}).finally(() => addon.close(parentEnd));
+        r.drain(); // an error sent just before exiting is already in the socket
+        release();
         this.finish(code, signal);
       });
       child.once('error', () => {
         // The process could not be started (EAGAIN, ENOMEM): report it as a failed child.
         if (child.pid === undefined) {
-          reader.close();
-          void sent.catch(() => {}).finally(() => addon.close(parentEnd));
+          release();
           this.finish(127, null);
         }
       });
     } catch (e) {
-      addon.close(parentEnd);
+      release();
       throw e;
     } finally {
       addon.close(childEnd);

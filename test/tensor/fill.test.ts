@@ -42,3 +42,12 @@ test('a non-contiguous view is filled element by element, and only its elements'
   const rows = m.toArray() as number[][];
   assert.ok(rows.every((r) => r.every((x, j) => x === (j === 3 ? 2 : 0))));
 });
+
+test('a tensor wrapping a SharedArrayBuffer is streamed into as well', () => {
+  const t = mp.tensor(new Float32Array(new SharedArrayBuffer(4 * 1001)));
+  const streamed = fillStats.streamed;
+  t.narrow(0, 1, 999).fill(3);
+  assert.equal(fillStats.streamed, streamed + 1);
+  const d = t.data as Float32Array;
+  assert.deepEqual([d[0], d[1], d[999], d[1000]], [0, 3, 3, 0]);
+});
