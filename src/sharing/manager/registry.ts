@@ -36,9 +36,10 @@ interface NameState {
   readonly holders: Set<number>;
   /** A holder died holding references, or without saying goodbye. */
   crashed: boolean;
+  /** When it is to be judged again (the end of a grace, or a retry). */
   graceTimer: NodeJS.Timeout | null;
-  /** What graceTimer waits for: the crash grace, the clean grace, or a retry. */
-  graceKind: 'crash' | 'clean' | 'retry' | null;
+  /** When it was first seen with references in flight only, after a crash. */
+  crashSince: number | null;
   /** When it was first seen with references in flight only, after clean exits. */
   orphanSince: number | null;
 }
@@ -102,7 +103,7 @@ export class Registry {
       const st = this.#names.get(name);
       if (st === undefined) continue;
       st.holders.delete(pid);
-      if (st.holders.size === 0) this.#evaluate(name, false);
+      if (st.holders.size === 0) this.#evaluate(name);
     }
     if (proc !== undefined) this.#maybeUnwatch(proc);
     this.#changed();
@@ -128,14 +129,14 @@ export class Registry {
         continue;
       }
       this.#state(name).crashed = true;
-      this.#evaluate(name, false);
+      this.#evaluate(name);
     }
     this.#changed();
   }
 
   #state(name: string): NameState {
     let st = this.#names.get(name);
-    if (st === undefined) this.#names.set(name, (st = { holders: new Set(), crashed: false, graceTimer: null, graceKind: null, orphanSince: null }));
+    if (st === undefined) this.#names.set(name, (st = { holders: new Set(), crashed: false, graceTimer: null, crashSince: null, orphanSince: null }));
     return st;
   }
 
@@ -244,10 +245,10 @@ export class Registry {
       const st = this.#state(name);
       st.holders.delete(pid);
       if (proc.crashed) st.crashed = true;
-      this.#evaluate(name, false);
+      this.#evaluate(name);
     }
     // One receiver fewer: names waiting for one may have none left.
-    if (proc.user) for (const [name, st] of this.#names) if (st.holders.size === 0 && !names.has(name)) this.#evaluate(name, false);
+    if (proc.user) for (const [name, st] of this.#names) if (st.holders.size === 0 && !names.has(name)) this.#evaluate(name);
     this.#changed();
   }
 
@@ -255,13 +256,13 @@ export class Registry {
    * Looks at a name's header: takes back what dead holders held, and removes the name when
    * nothing is left, or when only references in flight are left and the rules say so.
    */
-  #evaluate(name: string, graceOver: boolean): void {
+  #evaluate(name: string): void {
     const st = this.#state(name);
     let fd: number;
     try {
       fd = addon.shmOpen(name);
     } catch (e) {
-      if (TRANSIENT.has((e as { code?: string }).code ?? '')) return this.#retry(name, graceOver);
+      if (TRANSIENT.has((e as { code?: string }).code ?? '')) return this.#schedule(name, st, RETRY_MS);
       return this.#forget(name); // gone already (its last holder removed it), or not ours
     }
     let total = 0;
@@ -291,7 +292,7 @@ export class Registry {
       }
     } catch (e) {
       this.#log(`cannot read ${name}: ${(e as Error).message}`);
-      if (TRANSIENT.has((e as { code?: string }).code ?? '')) return this.#retry(name, graceOver);
+      if (TRANSIENT.has((e as { code?: string }).code ?? '')) return this.#schedule(name, st, RETRY_MS);
       return this.#forget(name);
     } finally {
       addon.close(fd);
@@ -307,6 +308,7 @@ export class Registry {
       // Someone still holds it. Follow them, so that their death brings us back here.
       this.#cancelTimer(st);
       st.orphanSince = null;
+      st.crashSince = null;
       st.crashed = false; // how the *last* holders leave decides (the rules below)
       for (const pid of live) {
         const proc = this.#watch(pid);
@@ -318,36 +320,28 @@ export class Registry {
     }
     // Only references in flight are left: messages that carry the segment and that a live
     // process may still receive.
-    if (st.crashed) {
-      if (graceOver) return this.#unlink(name, `${total} reference(s) in flight were not taken within ${CRASH_GRACE_MS} ms of its holders' death`);
-      // A clean grace already running (the holders let go, then one of them was found to
-      // have crashed) gives way: the crash grace counts from now, not after it.
-      if (st.graceKind !== 'crash') this.#schedule(name, st, 'crash', CRASH_GRACE_MS, true);
-      return;
-    }
     const now = Date.now();
+    if (st.crashed) {
+      // From the crash on, even if a clean grace was already running (the holders let go,
+      // then one of them turned out to have crashed).
+      st.crashSince ??= now;
+      const wait = st.crashSince + CRASH_GRACE_MS - now;
+      if (wait <= 0) return this.#unlink(name, `${total} reference(s) in flight were not taken within ${CRASH_GRACE_MS} ms of its holders' death`);
+      return this.#schedule(name, st, wait);
+    }
     st.orphanSince ??= now;
     const wait = st.orphanSince + CLEAN_GRACE_MS - now;
-    if (wait > 0) {
-      if (st.graceKind !== 'clean') this.#schedule(name, st, 'clean', wait, false);
-      return;
-    }
+    if (wait > 0) return this.#schedule(name, st, wait);
     if (this.#liveUsers() === 0) return this.#unlink(name, `${total} reference(s) in flight and no process left to take them`);
     // Kept while a user lives (it may still receive the message); judged again at each death.
   }
 
-  #retry(name: string, graceOver: boolean): void {
-    this.#schedule(name, this.#state(name), 'retry', RETRY_MS, graceOver);
-  }
-
   /** Judges `name` again in `ms` (replacing any timer it had). */
-  #schedule(name: string, st: NameState, kind: 'crash' | 'clean' | 'retry', ms: number, graceOver: boolean): void {
+  #schedule(name: string, st: NameState, ms: number): void {
     this.#cancelTimer(st);
-    st.graceKind = kind;
     st.graceTimer = setTimeout(() => {
       st.graceTimer = null;
-      st.graceKind = null;
-      this.#evaluate(name, graceOver);
+      this.#evaluate(name);
       this.#changed();
     }, ms);
   }
@@ -355,7 +349,6 @@ export class Registry {
   #cancelTimer(st: NameState): void {
     if (st.graceTimer !== null) clearTimeout(st.graceTimer);
     st.graceTimer = null;
-    st.graceKind = null;
   }
 
 
@@ -372,7 +365,7 @@ export class Registry {
   #forget(name: string): void {
     const st = this.#names.get(name);
     if (st === undefined) return;
-    if (st.graceTimer !== null) clearTimeout(st.graceTimer);
+    this.#cancelTimer(st);
     this.#names.delete(name);
     for (const pid of st.holders) {
       const proc = this.#procs.get(pid);
