@@ -3,10 +3,11 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { running } from '../helpers/procs.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { addon } from '../../src/native/index.js';
 import { fixture, startPeer, type Peer } from '../helpers/child.js';
@@ -17,15 +18,6 @@ let root: string;
 before(() => (root = mkdtempSync(join(tmpdir(), 'tensorproc-orphans-test-'))));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-/** Alive and not a zombie. */
-function running(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Resolves once `pid` has exited (or was already gone). A process closes its descriptors a
