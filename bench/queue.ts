@@ -57,6 +57,7 @@ interface Trial {
 
 async function runTensorproc(strategy: mp.SharingStrategy, size: number): Promise<Trial> {
   const count = countFor(size);
+  mp.setSharingStrategy(strategy); // as torch_queue.py's run() does, before starting the children
   const q = new mp.Queue<mp.Tensor>({ maxsize: MAXSIZE });
   const out = new mp.Queue<{ dt: number }>();
   try {

@@ -1,5 +1,6 @@
 // Sharing strategies, selected as in torch.multiprocessing.
 import { InvalidStrategyError } from '../errors.js';
+import { managerClient } from './manager/client.js';
 
 export type SharingStrategy = 'file_descriptor' | 'file_system';
 
@@ -31,4 +32,6 @@ export function getSharingStrategy(): SharingStrategy {
 
 export function setSharingStrategy(name: SharingStrategy): void {
   current = check(name, 'Sharing strategy');
+  // A process that chooses file_system will share through the manager soon: start it now.
+  if (current === 'file_system') managerClient.prestart();
 }

@@ -14,7 +14,7 @@
 // that stops (or is killed) leaves every message it did not take to the others.
 import { addon, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
 import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError } from '../errors.js';
-import { decodeMessage, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
+import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
 import { transportAddon } from './native.js';
 
@@ -204,10 +204,7 @@ export class Endpoint {
       throw this.#endError();
     }
     this.#options.onDatagram?.();
-    const count = fdsOut[0]!;
-    const fds = new Array<number>(count);
-    for (let i = 0; i < count; i++) fds[i] = fdsOut[i + 1]!;
-    return decodeMessage(recvBuffer.subarray(0, n), fds);
+    return decodeReceived(recvBuffer.subarray(0, n), fdsOut);
   }
 
   #endError(): PipeClosedError {

@@ -78,10 +78,12 @@ export function checkMessage(value: unknown, path = ''): void {
   prepare(value, path);
 }
 
+// Names are ASCII (segment names, `fd:<dev>:<ino>` keys): one native call writes or reads one.
+const scratchBytes = Buffer.from(scratch.buffer, scratch.byteOffset, scratch.byteLength);
+
 function writeName(at: number, name: string | null): number {
   if (name === null) return at;
-  for (let i = 0; i < name.length; i++) scratch[at + i] = name.charCodeAt(i);
-  return at + name.length;
+  return at + scratchBytes.write(name, at, 'latin1');
 }
 
 function encodeTensor(t: Tensor): Frame {
@@ -166,7 +168,7 @@ function spill(inner: Uint8Array, reducer: Reducer): Frame {
  * owned by it, the others are closed before this returns or throws.
  */
 export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknown {
-  if (bytes[0] === KIND_TENSOR) return decodeLoneTensor(bytes, fds);
+  if (bytes[0] === KIND_TENSOR) return decodeLoneTensor(bytes, fds, fds.length, 0);
   const ctx = new Rebuilder(fds);
   try {
     return decodeFrame(bytes, ctx, true);
@@ -177,12 +179,25 @@ export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknow
   }
 }
 
+/**
+ * decodeMessage() for a datagram as the addon's recv() leaves it: `fds[0]` descriptors follow
+ * in `fds`. A lone tensor, the common case, is decoded without making an array of them.
+ */
+export function decodeReceived(bytes: Uint8Array, fds: Int32Array): unknown {
+  const count = fds[0]!;
+  if (bytes[0] === KIND_TENSOR) return decodeLoneTensor(bytes, fds, count);
+  const list = new Array<number>(count);
+  for (let i = 0; i < count; i++) list[i] = fds[i + 1]!;
+  return decodeMessage(bytes, list);
+}
+
 // A TENSOR frame, without the Rebuilder's bookkeeping: at most one descriptor, and it is
-// descriptor 0 (NOTE [Frames]). It only ever travels alone, never inside a spill.
-function decodeLoneTensor(bytes: Uint8Array, fds: readonly number[]): Tensor {
-  let fd = fds.length > 0 ? fds[0]! : null;
+// descriptor 0 (NOTE [Frames]). It only ever travels alone, never inside a spill. `fds`
+// holds `count` descriptors from index `first`.
+function decodeLoneTensor(bytes: Uint8Array, fds: ArrayLike<number>, count: number, first = 1): Tensor {
+  let fd = count > 0 ? fds[first]! : null;
   try {
-    for (let i = 1; i < fds.length; i++) addon.close(fds[i]!);
+    for (let i = 1; i < count; i++) addon.close(fds[first + i]!);
     checkVersion(bytes);
     if (bytes.length < 24) throw new FrameDecodeError('A received tensor message is truncated.');
     const dv = viewOf(bytes);
@@ -255,11 +270,17 @@ function decodeFrame(bytes: Uint8Array, ctx: Rebuilder, outer: boolean): unknown
   throw new FrameDecodeError(`A received message has an unknown frame kind ${bytes[0]}.`);
 }
 
+let lastNameBuffer: ArrayBufferLike | null = null;
+let lastNameBytes: Buffer | null = null;
+
 function readName(bytes: Uint8Array, at: number, len: number): string {
   if (at + len > bytes.length) throw new FrameDecodeError('A received message is truncated.');
-  let s = '';
-  for (let i = 0; i < len; i++) s += String.fromCharCode(bytes[at + i]!);
-  return s;
+  if (bytes.buffer !== lastNameBuffer) {
+    lastNameBuffer = bytes.buffer;
+    lastNameBytes = Buffer.from(bytes.buffer);
+  }
+  const from = bytes.byteOffset + at;
+  return lastNameBytes!.toString('latin1', from, from + len);
 }
 
 function readHandle(strategyCode: number, nbytes: number, name: string, ctx: Rebuilder, fdIndex: number): { handle: StorageHandle; fd: number | null } {

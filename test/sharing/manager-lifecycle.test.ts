@@ -50,6 +50,18 @@ test('processes starting the manager at once end up with one manager', async () 
   }
 });
 
+test('choosing file_system starts a manager before the first segment', async () => {
+  const d = newDir();
+  // The holder calls setSharingStrategy('file_system') as it loads, and makes no segment.
+  const a = holder({ env: env(d) });
+  await waitFor(() => existsSync(socketPath(d)));
+  const { manager } = await ask(a, { cmd: 'ready' });
+  managers.add(manager);
+  a.send({ cmd: 'exit' });
+  await a.exited;
+  await waitFor(() => !alive(manager));
+});
+
 test('the manager stops by itself once its users are gone', async () => {
   const d = newDir();
   const a = holder({ env: env(d) });

@@ -123,3 +123,28 @@ test('a buffer transferred away before release keeps its segment out of reuse un
   assert.equal(segmentOf(x), seg, 'once the moved buffer is collected, the segment is recycled');
   x.release();
 });
+
+test('segments that come back out of order are reused though an older one is still held', () => {
+  mp.emptyCache();
+  const ts = [0, 1, 2].map(() => mp.empty([256], { shared: true }));
+  const segs = ts.map(segmentOf);
+  for (const t of ts) {
+    exportStorage(t.storage); // each in flight
+    t.release();
+  }
+  // The receiver keeps the oldest and lets go of the two after it.
+  segs[1]!.unref();
+  segs[2]!.unref();
+  const created = segmentCache.created;
+  const x = mp.empty([256], { shared: true });
+  const y = mp.empty([256], { shared: true });
+  assert.deepEqual(new Set([segmentOf(x), segmentOf(y)]), new Set([segs[1], segs[2]]), 'both came back into use');
+  assert.equal(segmentCache.created, created, 'no segment was made for them');
+  const z = mp.empty([256], { shared: true });
+  assert.ok(!segs.includes(segmentOf(z)), 'the one still held is not reused');
+  segs[0]!.unref(); // the receiver lets go of the last
+  for (const t of [x, y, z]) t.release();
+  const w = mp.empty([256], { shared: true });
+  assert.equal(segmentCache.created, created + 1);
+  w.release();
+});

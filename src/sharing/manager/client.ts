@@ -13,6 +13,7 @@
 // If it cannot be reached, a ManagerUnavailableError is emitted as a warning, once, and
 // segments go on working; it is tried again with a later segment.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addon, EAGAIN, POLL_READABLE, POLL_WRITABLE, type NativePoll } from '../../native/index.js';
@@ -91,6 +92,27 @@ export class ManagerClient {
     }
   }
 
+  /**
+   * Starts a manager in the background when none has a socket, without connecting: called
+   * when file_system is selected, so that this process and the children it is about to start
+   * find one running by their first segment, instead of starting one then, beside their work
+   * (a Node process's start-up, some 40 ms of CPU, competing with the first messages). Once
+   * per process; a stale socket (its manager was killed) is left to the first segment, which
+   * handles that case already.
+   */
+  prestart(): void {
+    if (this.#prestarted || this.#state !== 'off' || process.env[MANAGER_ENV] === '0') return;
+    this.#prestarted = true;
+    const dir = managerDir();
+    if (checkDir(dir) !== null || existsSync(socketPath(dir))) return;
+    try {
+      startServer(dir).once('error', () => {}); // the first segment will try again, and warn
+    } catch {
+      // as above
+    }
+  }
+  #prestarted = false;
+
   /** Datagrams sent to managers so far (diagnostics, tests). */
   get messagesSent(): number {
     return this.#sent;
@@ -116,11 +138,20 @@ export class ManagerClient {
 
   /** Resolves once the manager has handled everything this process told it so far. */
   async sync(): Promise<void> {
-    await this.ready();
-    this.#flush();
+    // Counted before connecting: a process that maps nothing would otherwise close the
+    // connection as soon as the welcome came (#closeIfUnused), and the sync would never go.
     const id = ++this.#syncId;
     const p = new Promise<void>((resolve, reject) => this.#syncs.set(id, { resolve, reject }));
+    p.catch(() => {}); // a loss while connecting rejects it before it is returned
     this.#holdLoop();
+    try {
+      await this.ready();
+    } catch (e) {
+      this.#syncs.delete(id);
+      this.#holdLoop();
+      throw e;
+    }
+    this.#flush();
     this.#send({ t: 'sync', id });
     return p;
   }
