@@ -127,6 +127,10 @@ void ResolveOnLoop(Napi::Env env, Napi::Function, std::nullptr_t*, AsyncWait* w)
 
 using WaitTsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, AsyncWait, ResolveOnLoop>;
 
+// Wait threads that have not finished yet, in this process (all environments): a test can
+// then tell when an orphaned wait has ended instead of guessing how long that takes.
+std::atomic<int> gWaitThreads{0};
+
 // futexWaitAsync(mapping, byteOffset, expected, timeoutMs) -> Promise of the same strings.
 // The wait runs on a thread of its own, never on libuv's pool (four threads shared with fs
 // and dns, which a few long waits would starve). The pending wait keeps the event loop
@@ -146,6 +150,7 @@ Napi::Value FutexWaitAsync(const Napi::CallbackInfo& info) {
                                   l->Drop();
                                 },
                                 link);
+  gWaitThreads.fetch_add(1, std::memory_order_relaxed);
   std::thread([w, tsfn, link]() mutable {
     w->result = WaitOn(w->word, w->expected, w->timeout, &w->err);
     {
@@ -162,6 +167,7 @@ Napi::Value FutexWaitAsync(const Napi::CallbackInfo& info) {
       delete w;
     }
     link->Drop();
+    gWaitThreads.fetch_sub(1, std::memory_order_release);
   }).detach();
   return promise;
 }
@@ -172,6 +178,9 @@ void InitFutex(Napi::Env env, Napi::Object exports) {
   exports.Set("futexWait", Napi::Function::New(env, FutexWait));
   exports.Set("futexWake", Napi::Function::New(env, FutexWake));
   exports.Set("futexWaitAsync", Napi::Function::New(env, FutexWaitAsync));
+  exports.Set("futexWaitThreads", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), gWaitThreads.load(std::memory_order_acquire));
+  }));
 }
 
 }  // namespace tp

@@ -1,9 +1,7 @@
-// `tensorproc doctor`: what this machine allows, in one report.
+// `tensorproc doctor`: what this machine allows, in one report. The addon and everything
+// that needs it are imported here, not statically, so that a missing or broken addon is a
+// failed check in the report instead of a crash before it.
 import { readFileSync, statfsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { addon } from '../native/index.js';
-import { getSharingStrategy } from '../sharing/index.js';
-import { listSegments } from './shm.js';
 
 export interface Check {
   name: string;
@@ -21,13 +19,25 @@ function tryCall(name: string, fn: () => string): Check {
 
 const gib = (n: number) => `${(n / 2 ** 30).toFixed(1)} GiB`;
 
-export function doctor(): Check[] {
-  return [
-    tryCall('node', () => `${process.version} on ${process.platform}-${process.arch}`),
-    tryCall('addon', () => {
-      const path = createRequire(import.meta.url).resolve('../../../build/Release/tensorproc.node');
-      return `loaded (${path})`;
-    }),
+export async function doctor(): Promise<Check[]> {
+  const checks: Check[] = [tryCall('node', () => `${process.version} on ${process.platform}-${process.arch}`)];
+  let native: typeof import('../native/index.js');
+  let sharing: typeof import('../sharing/index.js');
+  let shm: typeof import('./shm.js');
+  try {
+    native = await import('../native/index.js');
+    sharing = await import('../sharing/index.js');
+    shm = await import('./shm.js');
+  } catch (e) {
+    checks.push({ name: 'addon', ok: false, detail: (e as Error).message });
+    for (const name of ['file_descriptor strategy', 'file_system strategy', 'leftover segments']) {
+      checks.push({ name, ok: false, detail: 'not checked: it needs the addon' });
+    }
+    return [...checks, ...machineChecks()];
+  }
+  const { addon } = native;
+  checks.push(
+    { name: 'addon', ok: true, detail: `loaded (${native.addonPath})` },
     tryCall('file_descriptor strategy', () => {
       const fd = addon.memfdCreate('tensorproc-doctor', 4096);
       addon.close(fd);
@@ -40,7 +50,19 @@ export function doctor(): Check[] {
       addon.shmUnlink(name);
       return 'shm_open in /dev/shm works';
     }),
-    tryCall('default strategy', () => getSharingStrategy()),
+    tryCall('default strategy', () => sharing.getSharingStrategy()),
+    tryCall('leftover segments', () => {
+      const left = shm.listSegments().filter((s) => s.orphaned);
+      if (left.length) throw new Error(`${left.length} orphaned segment(s) in /dev/shm: run \`npx tensorproc shm clean\``);
+      return 'none';
+    }),
+  );
+  return [...checks, ...machineChecks()];
+}
+
+/** What the machine gives, whatever the addon does. */
+function machineChecks(): Check[] {
+  return [
     tryCall('/dev/shm', () => {
       const s = statfsSync('/dev/shm');
       const free = s.bavail * s.bsize;
@@ -59,11 +81,6 @@ export function doctor(): Check[] {
         throw new Error(`soft limit ${m[1]} (hard ${m[2]}): raise it with ulimit -n`);
       }
       return `soft ${m[1]}, hard ${m[2]}`;
-    }),
-    tryCall('leftover segments', () => {
-      const left = listSegments().filter((s) => s.orphaned);
-      if (left.length) throw new Error(`${left.length} orphaned segment(s) in /dev/shm: run \`npx tensorproc shm clean\``);
-      return 'none';
     }),
   ];
 }

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // The tensorproc command line: `npx tensorproc <command>`.
-import { doctor } from './doctor.js';
-import { cleanSegments, listSegments } from './shm.js';
+// Commands are imported when run: `doctor` must report a missing addon, not die of it.
 
 const USAGE = `usage: tensorproc <command>
 
@@ -10,14 +9,16 @@ const USAGE = `usage: tensorproc <command>
   shm clean       remove the orphaned ones (every holder dead); --all removes every one of yours
 `;
 
-function main(argv: string[]): number {
+async function main(argv: string[]): Promise<number> {
   const [cmd, sub, ...rest] = argv;
   if (cmd === 'doctor') {
-    const checks = doctor();
+    const { doctor } = await import('./doctor.js');
+    const checks = await doctor();
     for (const c of checks) console.log(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(26)} ${c.detail}`);
     return checks.every((c) => c.ok) ? 0 : 1;
   }
   if (cmd === 'shm' && sub === 'ls') {
+    const { listSegments } = await import('./shm.js');
     const segs = listSegments();
     if (segs.length === 0) console.log('no tensorproc segments in /dev/shm');
     for (const s of segs) {
@@ -27,6 +28,7 @@ function main(argv: string[]): number {
     return 0;
   }
   if (cmd === 'shm' && sub === 'clean') {
+    const { cleanSegments } = await import('./shm.js');
     const removed = cleanSegments(rest.includes('--all'));
     console.log(removed.length ? `removed ${removed.length}: ${removed.join(' ')}` : 'nothing to remove');
     return 0;
@@ -35,4 +37,11 @@ function main(argv: string[]): number {
   return cmd === undefined || cmd === 'help' || cmd === '--help' ? 0 : 2;
 }
 
-process.exitCode = main(process.argv.slice(2));
+main(process.argv.slice(2)).then(
+  (code) => (process.exitCode = code),
+  (e: Error) => {
+    // A coded error (the addon did not load, for one) is reported as what to do, not as a stack.
+    process.stderr.write(`tensorproc: ${e.message}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,6 +1,5 @@
 // Loads the C++ addon and gives it a type. Nothing here validates: callers in src/tensor,
 // src/sharing and src/transport check their arguments before calling in.
-import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -42,6 +41,8 @@ export interface Addon {
   futexWait(m: NativeMapping, byteOffset: number, expected: number, timeoutMs: number): FutexResult;
   futexWake(m: NativeMapping, byteOffset: number, count: number): number;
   futexWaitAsync(m: NativeMapping, byteOffset: number, expected: number, timeoutMs: number): Promise<FutexResult>;
+  /** futexWaitAsync threads of this process still running (their environment may be gone). */
+  futexWaitThreads(): number;
 
   socketpair(): [number, number];
   /** Bytes sent, or -EAGAIN (-11). */
@@ -83,7 +84,12 @@ export const POLL_READABLE = 1;
 export const POLL_WRITABLE = 2;
 export const POLL_DISCONNECT = 4;
 
+/** `TENSORPROC_ADDON=<path>`: load the addon from there (a build of one's own), and only there. */
+export const ADDON_ENV = 'TENSORPROC_ADDON';
+
 function candidates(): string[] {
+  const own = process.env[ADDON_ENV];
+  if (own) return [own];
   // dist/src/native/addon.js -> package root is three levels up; src/native/addon.ts under
   // a TypeScript loader -> two levels up.
   const here = dirname(fileURLToPath(import.meta.url));
@@ -96,14 +102,21 @@ function candidates(): string[] {
   return out;
 }
 
-function load(): Addon {
+function load(): { addon: Addon; path: string } {
   if (process.platform !== 'linux') {
     throw new AddonError(`tensorproc runs on Linux only (this is ${process.platform}).`);
   }
-  const require = createRequire(import.meta.url);
   const tried = candidates();
   for (const path of tried) {
-    if (existsSync(path)) return require(path) as Addon;
+    if (!existsSync(path)) continue;
+    try {
+      // dlopen, not require(): a path that is not a shared object must not run as a script.
+      const module = { exports: {} as Addon };
+      process.dlopen(module, path);
+      return { addon: module.exports, path };
+    } catch (e) {
+      throw new AddonError(`The tensorproc native addon at ${path} does not load (${(e as Error).message}). Rebuild it: \`npm rebuild tensorproc\`.`);
+    }
   }
   throw new AddonError(
     `The tensorproc native addon is not built. Looked in:\n  ${tried.join('\n  ')}\n` +
@@ -111,4 +124,7 @@ function load(): Addon {
   );
 }
 
-export const addon: Addon = load();
+const loaded = load();
+export const addon: Addon = loaded.addon;
+/** Where the addon was loaded from. */
+export const addonPath: string = loaded.path;

@@ -21,6 +21,21 @@ test('doctor reports every check', () => {
   assert.equal(r.status, /^FAIL/m.test(r.stdout) ? 1 : 0, r.stdout + r.stderr);
 });
 
+test('a missing or broken addon is a failed check and a message, not a crash', () => {
+  const runWith = (addonPath: string, ...args: string[]) =>
+    spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', env: { ...process.env, TENSORPROC_ADDON: addonPath } });
+  const missing = runWith('/nonexistent/tensorproc.node', 'doctor');
+  assert.equal(missing.status, 1);
+  assert.match(missing.stdout, /^FAIL\s+addon\s+The tensorproc native addon is not built/m);
+  assert.match(missing.stdout, /^FAIL\s+file_descriptor strategy\s+not checked/m);
+  assert.match(missing.stdout, /^ok\s+open-file limit/m, 'the checks that need no addon still run');
+  assert.doesNotMatch(missing.stderr, /\n\s+at /, 'no stack trace');
+  // Not a shared object: refused by dlopen, never run as a script.
+  const broken = runWith('/etc/hostname', 'shm', 'ls');
+  assert.equal(broken.status, 1);
+  assert.match(broken.stderr, /^tensorproc: The tensorproc native addon at \/etc\/hostname does not load/);
+});
+
 test('shm ls shows segments; shm clean removes only those whose users are all dead', () => {
   // A manager starting now would sweep the fake orphan away before `shm ls` sees it.
   process.env.TENSORPROC_MANAGER = '0';
