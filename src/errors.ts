@@ -137,6 +137,16 @@ export class TargetIsEntryError extends TypeError {
   readonly code = 'ERR_TP_TARGET_IS_ENTRY';
   override name = 'TargetIsEntryError';
 }
+/**
+ * A child tried to start processes while it was still importing its target module: the
+ * module starts them at its top level, which every child would repeat (torch: "An attempt
+ * has been made to start a new process before the current process has finished its
+ * bootstrapping phase").
+ */
+export class SpawnInBootstrapError extends Error {
+  readonly code = 'ERR_TP_SPAWN_IN_BOOTSTRAP';
+  override name = 'SpawnInBootstrapError';
+}
 /** A spawn target's module was found but failed to load (syntax error, threw at top level). */
 export class TargetLoadError extends Error {
   readonly code = 'ERR_TP_TARGET_LOAD';

@@ -3,6 +3,7 @@
 // child-process.ts and child-thread.ts; kept small because it runs before the user's code
 // on every start (the W2 yardstick counts it).
 import { decodeArgs } from './args.js';
+import { markLoading } from './bootstrap.js';
 // Imported up front, not lazily on failure: a thread may be terminated at any moment after
 // it failed, and a worker terminated while its module loader has a file open leaks that
 // descriptor (a Node limitation).
@@ -33,7 +34,13 @@ export async function runTarget(
   process.on('uncaughtException', fail);
   process.on('unhandledRejection', fail);
   try {
-    const ns = await load(start.module);
+    let ns: Record<string, unknown>;
+    markLoading(start.module); // NOTE [Starting processes while loading]
+    try {
+      ns = await load(start.module);
+    } finally {
+      markLoading(null);
+    }
     onLoaded();
     const fn = ns[start.exportName];
     if (typeof fn !== 'function') throw new TypeError(`${start.module} export '${start.exportName}' is not a function in the child`);

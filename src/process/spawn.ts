@@ -3,6 +3,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import { CHILD_FD_BASE, type EncodedArgs } from './args.js';
 import { encodeArgs } from './args-encode.js';
+import { checkNotLoading } from './bootstrap.js';
 import type { ChildHandle } from './child-handle.js';
 import { ProcessContext } from './context.js';
 import { childExecArgv, loaderApiForThreads } from './exec-argv.js';
@@ -68,6 +69,7 @@ export function startProcesses(target: Target, options: StartProcessesOptions = 
 }
 
 function createContext(target: Target, options: StartProcessesOptions): ProcessContext {
+  checkNotLoading();
   const { args = [], nprocs = 1, daemon = false, startMethod = 'spawn' } = options;
   if (!Number.isInteger(nprocs) || nprocs < 1) {
     throw new InvalidArgumentError(`nprocs must be a positive integer (got ${String(nprocs)}).`);

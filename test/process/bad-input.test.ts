@@ -12,6 +12,7 @@ import {
   ProcessContext,
   InvalidArgumentError,
   NotTransferableError,
+  SpawnInBootstrapError,
   TargetIsEntryError,
   TargetLoadError,
   TargetNotFoundError,
@@ -87,6 +88,16 @@ describe('bad input is a coded error before any process starts', () => {
     assert.equal(r.name, TargetIsEntryError.name);
     assert.equal(r.code, 'ERR_TP_TARGET_IS_ENTRY');
     assert.match(r.message, /still running its top-level code/);
+  });
+
+  it('a child whose target module starts processes at its top level is refused: SpawnInBootstrapError, not processes without end', () => {
+    const out = execFileSync(process.execPath, [fileURLToPath(new URL('./fixtures/spawn-at-import.js', import.meta.url))], { encoding: 'utf8', timeout: 60_000 });
+    const r = JSON.parse(out.trim().split('\n').pop()!);
+    // The program's own spawn started one child; that child's import tried again and failed.
+    assert.equal(r.name, ProcessRaisedException.name);
+    assert.equal(r.causeName, SpawnInBootstrapError.name);
+    assert.equal(r.causeCode, 'ERR_TP_SPAWN_IN_BOOTSTRAP');
+    assert.match(r.message, /still importing its target module/);
   });
 
   it('the entry module as target, its main code guarded as in torch programs: it works', () => {

@@ -1,0 +1,27 @@
+// NOTE [Starting processes while loading]
+// A child imports its target module before it calls fn. A module that starts processes at
+// its top level (an unguarded `spawn(...)`, often of itself) would do it again in each child,
+// and each of those children would do it again: processes without end. torch refuses a
+// process start while a child is still importing its main module; so does this: a child
+// marks the import of its target (child-run.ts), and startProcesses() refuses to start
+// anything meanwhile (spawn.ts). The mark is per thread, as module state is: a thread child
+// has its own.
+import { SpawnInBootstrapError } from '../errors.js';
+
+let loading: string | null = null;
+
+/** child-run.ts: `url` is being imported as this child's target; null once it is loaded. */
+export function markLoading(url: string | null): void {
+  loading = url;
+}
+
+/** Throws SpawnInBootstrapError while this child is still importing its target. */
+export function checkNotLoading(): void {
+  if (loading === null) return;
+  throw new SpawnInBootstrapError(
+    `This child is still importing its target module (${loading}), and that import tried to start processes: ` +
+      'code at the top level of the module starts them, and would start them again in every child. ' +
+      'Move it into a function, or guard it as a program\'s main code: ' +
+      '`if (process.argv[1] === fileURLToPath(import.meta.url)) main()` (torch: `if __name__ == "__main__"`).',
+  );
+}
