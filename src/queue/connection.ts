@@ -5,12 +5,12 @@
 import { addon, systemError } from '../native/index.js';
 import { InvalidArgumentError } from '../errors.js';
 import { Endpoint, checkTimeout, registerReduction } from '../transport/index.js';
-import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
+import { checkState, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
 
 const READABLE = 1;
 const WRITABLE = 2;
 
-let adopting: { endpoint: Endpoint; mode: number } | null = null;
+let adopting: { endpoint: Endpoint; mode: number; key: string | null } | null = null;
 
 export class Connection<T = unknown> {
   readonly #endpoint: Endpoint;
@@ -19,16 +19,17 @@ export class Connection<T = unknown> {
   /** Made by Pipe() (or when an end arrives in a message); not constructed directly. */
   constructor() {
     if (adopting === null) throw new InvalidArgumentError('Connections are made by mp.Pipe(), not with new.');
-    this.#endpoint = adopting.endpoint;
-    this.#mode = adopting.mode;
+    const { endpoint, mode, key } = adopting;
     adopting = null;
-    track(this, this.#endpoint);
-    remember(identityKey(this.#endpoint.recvFd), this);
+    this.#endpoint = endpoint;
+    this.#mode = mode;
+    track(this, endpoint);
+    remember(key ?? identityKey(endpoint.recvFd), this);
   }
 
-  /** @internal */
-  static adopt(fd: number, mode: number): Connection {
-    adopting = { endpoint: new Endpoint(fd, fd, { what: 'pipe end' }), mode };
+  /** @internal `key`: the socket's identity when the caller has it already. */
+  static adopt(fd: number, mode: number, key: string | null = null): Connection {
+    adopting = { endpoint: new Endpoint(fd, fd, { what: 'pipe end' }), mode, key };
     return new Connection();
   }
 
@@ -82,12 +83,7 @@ export class Connection<T = unknown> {
       rebuild(state, ctx) {
         const [i, mode] = checkState(state, 2, 'pipe end');
         const fd = ctx.takeFd(i);
-        const existing = known<Connection>(identityKey(fd), (x) => !x.closed);
-        if (existing !== undefined) {
-          closeAll([fd]);
-          return existing;
-        }
-        return Connection.adopt(fd, mode! & (READABLE | WRITABLE));
+        return reuseOrAdopt<Connection>([fd], 0, (x) => !x.closed, (key) => Connection.adopt(fd, mode! & (READABLE | WRITABLE), key));
       },
     });
   }

@@ -4,12 +4,12 @@
 import { QueueClosedError } from '../errors.js';
 import { checkTimeout, registerReduction } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
-import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
+import { checkState, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
 
 const FLAG = 0;
 const WAITERS = 1;
 
-let adopting: SharedWords | null = null;
+let adopting: { words: SharedWords; key: string } | null = null;
 
 export class Event {
   readonly #state: SharedWords;
@@ -17,13 +17,14 @@ export class Event {
   #closed = false;
 
   constructor() {
-    const words = adopting ?? SharedWords.create();
+    const words = adopting?.words ?? SharedWords.create();
+    const key = adopting?.key ?? identityKey(words.fd);
     adopting = null;
     this.#state = words;
     // The finalizer's held value must not reach `this`: it closes the words directly.
     this.#core = { close: () => words.close() };
     track(this, this.#core);
-    remember(identityKey(words.fd), this);
+    remember(key, this);
   }
 
   isSet(): boolean {
@@ -89,13 +90,10 @@ export class Event {
       rebuild(state, ctx) {
         const [i] = checkState(state, 1, 'event');
         const fd = ctx.takeFd(i!);
-        const existing = known<Event>(identityKey(fd), (x) => !x.#closed);
-        if (existing !== undefined) {
-          closeAll([fd]);
-          return existing;
-        }
-        adopting = SharedWords.open(fd);
-        return new Event();
+        return reuseOrAdopt<Event>([fd], 0, (x) => !x.#closed, (key) => {
+          adopting = { words: SharedWords.open(fd), key }; // open() closes fd if it fails
+          return new Event();
+        });
       },
     });
   }

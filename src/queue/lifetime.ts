@@ -54,7 +54,7 @@ export function remember(key: string, obj: object): void {
 }
 
 /** The live object this process has for `key`, if `usable` says it is still open. */
-export function known<T extends object>(key: string, usable: (obj: T) => boolean): T | undefined {
+function known<T extends object>(key: string, usable: (obj: T) => boolean): T | undefined {
   const obj = byIdentity.get(key)?.deref() as T | undefined;
   if (obj === undefined) return undefined;
   if (!usable(obj)) {
@@ -62,6 +62,27 @@ export function known<T extends object>(key: string, usable: (obj: T) => boolean
     return undefined;
   }
   return obj;
+}
+
+/**
+ * rebuild() of a queue-like object (NOTE [Queue objects and descriptors]): the object this
+ * process already has for the identity of `fds[keyIndex]`, its new descriptors closed, or
+ * else `adopt(key)`, which takes them all. One fstat; descriptors are closed whatever fails.
+ */
+export function reuseOrAdopt<T extends object>(fds: number[], keyIndex: number, usable: (obj: T) => boolean, adopt: (key: string) => T): T {
+  let key: string;
+  try {
+    key = identityKey(fds[keyIndex]!);
+  } catch (e) {
+    closeAll(fds);
+    throw e;
+  }
+  const existing = known<T>(key, usable);
+  if (existing !== undefined) {
+    closeAll(fds);
+    return existing;
+  }
+  return adopt(key);
 }
 
 /** Closes descriptors that came with a message but are not needed (a known object). */

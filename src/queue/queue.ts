@@ -6,7 +6,7 @@ import { InvalidArgumentError, QueueEmptyError, QueueFullError } from '../errors
 import { Endpoint, checkMessage, checkTimeout, registerReduction } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { Slots } from './slots.js';
-import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
+import { checkState, closeAll, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
 
 export interface QueueOptions {
   /** At most this many messages in the queue; 0, negative or absent: no limit (as torch). */
@@ -177,21 +177,17 @@ export class Queue<T = unknown> {
       rebuild(state, ctx) {
         const [maxsize, s, r, w] = checkState(state, 4, 'queue');
         const fds = [ctx.takeFd(s), ctx.takeFd(r), ctx.takeFd(w)];
-        const key = identityKey(fds[1]!);
-        const existing = known<Queue>(key, (x) => !x.isClosed());
-        if (existing !== undefined) {
-          closeAll(fds);
-          return existing;
-        }
-        let words: SharedWords;
-        try {
-          words = SharedWords.open(fds[2]!);
-        } catch (e) {
-          closeAll(fds.slice(0, 2));
-          throw e;
-        }
-        adopting = new QueueCore(fds[0]!, fds[1]!, words, checkMaxsize(maxsize), key);
-        return new Queue();
+        return reuseOrAdopt<Queue>(fds, 1, (x) => !x.isClosed(), (key) => {
+          let words: SharedWords;
+          try {
+            words = SharedWords.open(fds[2]!); // closes its descriptor if it fails
+          } catch (e) {
+            closeAll(fds.slice(0, 2));
+            throw e;
+          }
+          adopting = new QueueCore(fds[0]!, fds[1]!, words, checkMaxsize(maxsize), key);
+          return new Queue();
+        });
       },
     });
   }

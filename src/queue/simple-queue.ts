@@ -2,16 +2,17 @@
 // just the socketpair of a Queue (NOTE [Frames], NOTE [Sending without blocking]).
 import { addon, systemError } from '../native/index.js';
 import { Endpoint, registerReduction } from '../transport/index.js';
-import { checkState, closeAll, known, remember, identityKey, track, untrack } from './lifetime.js';
+import { checkState, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
 
-let adopting: Endpoint | null = null;
+let adopting: { endpoint: Endpoint; key: string } | null = null;
 
 export class SimpleQueue<T = unknown> {
   readonly #endpoint: Endpoint;
 
   constructor() {
+    let key: string | null = null;
     if (adopting !== null) {
-      this.#endpoint = adopting;
+      ({ endpoint: this.#endpoint, key } = adopting);
       adopting = null;
     } else {
       let fds: [number, number];
@@ -23,7 +24,7 @@ export class SimpleQueue<T = unknown> {
       this.#endpoint = new Endpoint(fds[0], fds[1], { what: 'queue' });
     }
     track(this, this.#endpoint);
-    remember(identityKey(this.#endpoint.recvFd), this);
+    remember(key ?? identityKey(this.#endpoint.recvFd), this);
   }
 
   /** Puts `obj` on the queue; resolves once it is in the queue. */
@@ -62,13 +63,10 @@ export class SimpleQueue<T = unknown> {
       rebuild(state, ctx) {
         const [s, r] = checkState(state, 2, 'queue');
         const fds = [ctx.takeFd(s), ctx.takeFd(r)];
-        const existing = known<SimpleQueue>(identityKey(fds[1]!), (x) => !x.isClosed());
-        if (existing !== undefined) {
-          closeAll(fds);
-          return existing;
-        }
-        adopting = new Endpoint(fds[0]!, fds[1]!, { what: 'queue' });
-        return new SimpleQueue();
+        return reuseOrAdopt<SimpleQueue>(fds, 1, (x) => !x.isClosed(), (key) => {
+          adopting = { endpoint: new Endpoint(fds[0]!, fds[1]!, { what: 'queue' }), key };
+          return new SimpleQueue();
+        });
       },
     });
   }
