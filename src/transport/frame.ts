@@ -16,13 +16,13 @@
 // closed whatever happens (see NOTE [Message table] for who owns what).
 import { addon } from '../native/index.js';
 import { Tensor, Storage, type DType } from '../tensor/index.js';
-import { exportStorage, importStorage, abandonExport, type StorageHandle, type SharingStrategy } from '../sharing/index.js';
+import { exportStorage, importStorage, abandonExport, type SharingStrategy } from '../sharing/index.js';
 import { FrameDecodeError, TooManyDescriptorsError, isTensorprocError } from '../errors.js';
 import { prepare } from './walk.js';
 import { MessageReader, MessageWriter } from './serializer.js';
 import { reductionNamed, type Reduction } from './registry.js';
 import { Reducer, Rebuilder } from './message-table.js';
-import { checkTensorLayout, exportForCopies } from './reductions.js';
+import { checkHandle, checkTensorLayout, exportForCopies } from './reductions.js';
 
 export const FRAME_VERSION = 1;
 const KIND_VALUE = 1;
@@ -214,20 +214,10 @@ function decodeLoneTensor(bytes: Uint8Array, fds: ArrayLike<number>, count: numb
     for (let i = 0; i < ndim; i++, at += 8) stride[i] = dv.getFloat64(at, true);
     const offset = dv.getFloat64(at0 + 16, true);
     checkTensorLayout(shape, stride, offset);
-    const strategy = STRATEGIES[bytes[4]!];
-    const nbytes = dv.getFloat64(at0 + 8, true);
-    if (strategy === undefined || !Number.isSafeInteger(nbytes) || nbytes < 0) throw new FrameDecodeError('A received tensor has a malformed storage handle.');
-    let handle: StorageHandle;
-    if (strategy === 'file_system') {
-      handle = { strategy, name: readName(bytes, nameAt, bytes[5]!), nbytes };
-      if (fd !== null) addon.close(fd);
-      fd = null;
-    } else {
-      if (fd === null) throw new FrameDecodeError('A received file_descriptor tensor came without its descriptor.');
-      handle = { strategy, name: bytes[5] ? readName(bytes, nameAt, bytes[5]!) : null, nbytes };
-    }
+    const handle = checkHandle(STRATEGIES[bytes[4]!] ?? bytes[4], readName(bytes, nameAt, bytes[5]!), dv.getFloat64(at0 + 8, true));
+    if (handle.strategy === 'file_descriptor' && fd === null) throw new FrameDecodeError('A received file_descriptor tensor came without its descriptor.');
     const taken = fd;
-    fd = null; // importStorage takes it, whatever happens
+    fd = null; // importStorage takes it (and closes one a file_system handle does not need), whatever happens
     return new Tensor(importStorage(handle, taken), dtype, shape, stride, offset);
   } catch (e) {
     if (fd !== null) addon.close(fd);
@@ -273,7 +263,9 @@ function decodeFrame(bytes: Uint8Array, ctx: Rebuilder, outer: boolean): unknown
 let lastNameBuffer: ArrayBufferLike | null = null;
 let lastNameBytes: Buffer | null = null;
 
-function readName(bytes: Uint8Array, at: number, len: number): string {
+/** The name of `len` bytes at `at`; null when there is none (len 0). */
+function readName(bytes: Uint8Array, at: number, len: number): string | null {
+  if (len === 0) return null;
   if (at + len > bytes.length) throw new FrameDecodeError('A received message is truncated.');
   if (bytes.buffer !== lastNameBuffer) {
     lastNameBuffer = bytes.buffer;
@@ -283,13 +275,6 @@ function readName(bytes: Uint8Array, at: number, len: number): string {
   return lastNameBytes!.toString('latin1', from, from + len);
 }
 
-function readHandle(strategyCode: number, nbytes: number, name: string, ctx: Rebuilder, fdIndex: number): { handle: StorageHandle; fd: number | null } {
-  const strategy = STRATEGIES[strategyCode];
-  if (strategy === undefined) throw new FrameDecodeError(`A received message names sharing strategy ${strategyCode}.`);
-  if (!Number.isSafeInteger(nbytes) || nbytes < 0) throw new FrameDecodeError(`A received storage handle claims ${nbytes} bytes.`);
-  const fd = strategy === 'file_descriptor' ? ctx.takeFd(fdIndex) : null;
-  return { handle: { strategy, name: strategy === 'file_system' ? name : null, nbytes }, fd };
-}
 
 function decodeValue(body: Uint8Array, ctx: Rebuilder): unknown {
   const reader = new MessageReader(body);
@@ -311,8 +296,8 @@ function decodeValue(body: Uint8Array, ctx: Rebuilder): unknown {
 function decodeSpill(bytes: Uint8Array, dv: DataView, ctx: Rebuilder): unknown {
   if (bytes.length < 16) throw new FrameDecodeError('A received message is truncated.');
   const length = dv.getUint32(4, true);
-  const name = readName(bytes, 16, bytes[3]!);
-  const { handle, fd } = readHandle(bytes[2]!, dv.getFloat64(8, true), name, ctx, ctx.fdCount - 1);
+  const handle = checkHandle(STRATEGIES[bytes[2]!] ?? bytes[2], readName(bytes, 16, bytes[3]!), dv.getFloat64(8, true));
+  const fd = handle.strategy === 'file_descriptor' ? ctx.takeFd(ctx.fdCount - 1) : null;
   const storage = importStorage(handle, fd);
   try {
     if (length > storage.nbytes) throw new FrameDecodeError(`A spilled message claims ${length} bytes of a ${storage.nbytes}-byte storage.`);

@@ -44,14 +44,24 @@ export function exportForCopies(storage: Storage, copies: number): { exported: E
   };
 }
 
+/**
+ * A received storage handle, checked: the one check for every frame that carries one (lone
+ * tensors, spills, the message table). A known strategy, a byte count, a name under
+ * file_system; under file_descriptor the name is only an identity hint (handle.ts) or null.
+ */
+export function checkHandle(strategy: unknown, name: unknown, nbytes: unknown): StorageHandle {
+  if (strategy !== 'file_descriptor' && strategy !== 'file_system') throw new FrameDecodeError(`A received storage names sharing strategy ${String(strategy)}.`);
+  if (!Number.isSafeInteger(nbytes) || (nbytes as number) < 0) throw new FrameDecodeError(`A received storage handle claims ${String(nbytes)} bytes.`);
+  if (name !== null && typeof name !== 'string') throw new FrameDecodeError('A received storage handle has a malformed name.');
+  if (strategy === 'file_system' && name === null) throw new FrameDecodeError('A received file_system storage has no name.');
+  return { strategy, name, nbytes: nbytes as number };
+}
+
 function storageHandle(state: unknown, ctx: RebuildContext): { handle: StorageHandle; fd: number | null } {
   if (!Array.isArray(state) || state.length !== 4) throw new FrameDecodeError('A received storage entry is malformed.');
   const [strategy, name, nbytes, fdIndex] = state as StorageState;
-  if (strategy !== 'file_descriptor' && strategy !== 'file_system') throw new FrameDecodeError(`A received storage names strategy ${String(strategy)}.`);
-  if (!Number.isSafeInteger(nbytes) || nbytes < 0) throw new FrameDecodeError('A received storage has an invalid size.');
-  if (strategy === 'file_system' && typeof name !== 'string') throw new FrameDecodeError('A received file_system storage has no name.');
-  const fd = strategy === 'file_descriptor' ? ctx.takeFd(fdIndex) : null;
-  return { handle: { strategy, name: typeof name === 'string' ? name : null, nbytes }, fd };
+  const handle = checkHandle(strategy, name, nbytes);
+  return { handle, fd: handle.strategy === 'file_descriptor' ? ctx.takeFd(fdIndex) : null };
 }
 
 registerReduction<Storage>({
