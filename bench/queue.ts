@@ -5,7 +5,8 @@
 // sharing strategies, side by side in one run with the anchors: Node's child_process
 // (advanced serialization) and worker_threads (copy, transfer) from node_ipc.mjs, and
 // torch.multiprocessing from torch_queue.py when Debian's python3 has torch. Prints one JSON
-// line per trial, then a markdown table of medians with ratios.
+// line per trial, then a markdown table of medians with ratios. "fill limit" is the
+// producer's work alone (fillLimit()), measured in this process in the same run.
 //
 //   node dist/bench/queue.js [runs=3] [sizes=1024,65536,...] [--no-anchors] [--no-torch]
 // The anchors are looked for in $TENSORPROC_ANCHORS, else ../shared/anchors beside the repo.
@@ -79,6 +80,29 @@ async function runTensorproc(strategy: mp.SharingStrategy, size: number): Promis
   }
 }
 
+/**
+ * The producer's side alone, in this process, with no queue: a fresh shared tensor per
+ * message, filled, released, as role() makes them. What a message costs at least once the
+ * code is warm (YARDSTICK.md: "the physical limit ... is the bandwidth of writing the tensor
+ * once"); W1 can reach it only by overlapping everything else with the fill.
+ */
+function fillLimit(strategy: mp.SharingStrategy, size: number): Trial {
+  const count = countFor(size);
+  const n = size / 4;
+  mp.setSharingStrategy(strategy);
+  const once = (k: number): void => {
+    const t = mp.empty([n], { shared: true });
+    t.fill(k);
+    t.release();
+  };
+  for (let k = 0; k < count; k++) once(k); // warm: compiled, segment recycled
+  const t0 = performance.now();
+  for (let k = 1; k < count; k++) once(k);
+  const msgs = (count - 1) / ((performance.now() - t0) / 1000);
+  mp.setSharingStrategy('file_descriptor');
+  return { impl: 'fill limit', bytes: size, count, msgs_per_s: msgs, GB_per_s: (msgs * size) / 1e9 };
+}
+
 /** Runs an anchor script and collects its JSON lines. */
 function runLines(cmd: string, args: string[]): Promise<Record<string, unknown>[]> {
   return new Promise((resolvePromise, reject) => {
@@ -129,6 +153,7 @@ async function main(): Promise<void> {
     for (const strategy of ['file_descriptor', 'file_system'] as const) {
       for (const size of sizes) note(await runTensorproc(strategy, size), run);
     }
+    for (const size of sizes) note(fillLimit('file_descriptor', size), run);
     if (anchors !== null) {
       for (const row of await runLines(process.execPath, [join(anchors, 'node_ipc.mjs'), 'fork,worker-copy,worker-transfer', sizes.join(',')])) {
         note({ impl: String(row.impl), bytes: Number(row.bytes), count: Number(row.count), msgs_per_s: Number(row.msgs_per_s), GB_per_s: Number(row.GB_per_s) }, run);
@@ -147,14 +172,16 @@ async function main(): Promise<void> {
   };
   const cell = (x: number | undefined): string => (x === undefined ? '–' : fmtNum(x, x < 100 ? 1 : 0));
   const ratio = (a: number | undefined, b: number | undefined): string => (a === undefined || b === undefined ? '–' : `${fmtNum(a / b, 1)}x`);
+  const share = (a: number | undefined, b: number | undefined): string => (a === undefined || b === undefined ? '–' : `${fmtNum((100 * a) / b, 0)}%`);
   const ratios: [string, string, string][] = [];
   if (impls.includes('torch file_descriptor')) ratios.push(['fd / torch fd', 'tensorproc file_descriptor', 'torch file_descriptor']);
   if (impls.includes('torch file_system')) ratios.push(['fs / torch fs', 'tensorproc file_system', 'torch file_system']);
   for (const a of ['node fork', 'node worker-copy', 'node worker-transfer']) if (impls.includes(a)) ratios.push([`fd / ${a.slice(5)}`, 'tensorproc file_descriptor', a]);
+  ratios.push(['fd / fill limit', 'tensorproc file_descriptor', 'fill limit'], ['fs / fill limit', 'tensorproc file_system', 'fill limit']);
   console.log(`\nW1, messages/s (consumer side, median of ${runs} run${runs > 1 ? 's' : ''}; GB/s = messages/s x size)\n`);
   console.log(markdownTable(
     ['size', ...impls, ...ratios.map((r) => r[0])],
-    sizes.map((size) => [fmtBytes(size), ...impls.map((i) => cell(med(i, size))), ...ratios.map(([, a, b]) => ratio(med(a, size), med(b, size)))]),
+    sizes.map((size) => [fmtBytes(size), ...impls.map((i) => cell(med(i, size))), ...ratios.map(([, a, b]) => (b === 'fill limit' ? share : ratio)(med(a, size), med(b, size)))]),
   ));
   console.log('\nGB/s\n');
   console.log(markdownTable(['size', ...impls], sizes.map((size) => [fmtBytes(size), ...impls.map((i) => { const m = med(i, size); return m === undefined ? '–' : fmtNum((m * size) / 1e9, 2); })])));
