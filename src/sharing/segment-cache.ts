@@ -17,15 +17,18 @@
 // a third of the speed (64 MiB does not fit a 16 MiB L3: measured 22 µs vs 80-115 µs a fill).
 //
 // NOTE [Waiting for a segment]
-// A large segment is expensive to make and cheap to wait for. Making one costs a page fault
-// per 4 KiB page on first touch, about 1 µs each on these VMs: 16 ms for 64 MiB, five times
-// the 3 ms it takes to fill it. A producer that sends a large tensor and asks for the next one
+// A large segment is expensive to make and cheap to wait for. Making one costs its zeroing
+// and a page fault per 4 KiB page on first touch, about 1.7 µs a page on these VMs (bench/alloc,
+// "fresh segment per tensor" against "recycled": 6.6 ms more at 16 MiB, 29 ms at 64 MiB), ten
+// times what filling it costs. A producer that sends a large tensor and asks for the next one
 // at once finds its last segment still in flight, and without waiting would make a second
 // one; a consumer that drops what it gets gives it back within a message's round trip (tens
 // of µs). So when a request of WAIT_MIN_BYTES or more finds no free segment but a busy one of
 // its class, the thread blocks on that segment's refcount (a futex: the process that drops
 // the count to 1 wakes it, NOTE [Reference slots] word 6) for at most what making a new one
-// would cost, then makes one. Waiting serialises producer and consumer, which only pays when
+// would cost, then makes one (the rent-or-buy rule: never worse than twice the best choice
+// made knowing when the segment comes back; a consumer's garbage-collection pause of a few ms
+// is then waited out, not paid for with a new segment). Waiting serialises producer and consumer, which only pays when
 // the fill dwarfs the round trip: hence the size floor. A class whose wait ran out (its
 // consumer keeps what it gets, or is this very thread) is not waited for again until one of
 // its busy segments is seen coming back.
@@ -37,8 +40,8 @@ const DEFAULT_MAX_BYTES = 512 * 2 ** 20;
 const MAX_BUSY = 1024;
 /** Classes from this size wait for a busy segment (NOTE [Waiting for a segment]). */
 const WAIT_MIN_BYTES = 4 * 2 ** 20;
-/** What a fresh page costs (fault and zeroing), measured on the project's VMs: the wait's bound. */
-const FRESH_PAGE_US = 1;
+/** What a fresh page costs (zeroing and fault), measured on the project's VMs: the wait's bound. */
+const FRESH_PAGE_US = 1.7;
 
 /** How long a request of class `cls` waits: what a fresh segment would cost, or the override. */
 function waitBoundMs(cls: number): number {
