@@ -1,9 +1,14 @@
 #!/usr/bin/env node
 // The tensorproc command line: `npx tensorproc <command>`.
 // Commands are imported when run: `doctor` must report a missing addon, not die of it.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 const USAGE = `usage: tensorproc <command>
 
+  bench [name..]  the yardstick, side by side with the anchors when they are found (alloc,
+                  spawn, queue; all by default), printed as markdown tables
   doctor          what this machine allows: strategies, /dev/shm, memory, open-file limit, addon
   shm ls          this user's named segments in /dev/shm, their holders, and which are orphaned
   shm clean       remove the orphaned ones (every holder dead); --all removes every one of yours
@@ -11,6 +16,16 @@ const USAGE = `usage: tensorproc <command>
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, sub, ...rest] = argv;
+  if (cmd === 'bench') {
+    // Each bench runs in a process of its own (bench/run.ts); they ship in dist/bench.
+    const runner = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
+    if (!existsSync(runner)) {
+      process.stderr.write(`tensorproc: the benches are not in this installation (looked for ${runner}).\n`);
+      return 1;
+    }
+    const r = spawnSync(process.execPath, [runner, ...argv.slice(1)], { stdio: 'inherit' });
+    return r.status ?? 1;
+  }
   if (cmd === 'doctor') {
     const { doctor } = await import('./doctor.js');
     const checks = await doctor();

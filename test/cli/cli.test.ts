@@ -21,6 +21,13 @@ test('doctor reports every check', () => {
   assert.equal(r.status, /^FAIL/m.test(r.stdout) ? 1 : 0, r.stdout + r.stderr);
 });
 
+test('bench runs the benches by name and refuses an unknown one', () => {
+  // The benches themselves take minutes (npm run bench); this checks the command reaches them.
+  const r = run('bench', 'nope');
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /no bench named nope \(have: alloc, spawn, queue\)/);
+});
+
 test('a missing or broken addon is a failed check and a message, not a crash', () => {
   const runWith = (addonPath: string, ...args: string[]) =>
     spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', env: { ...process.env, TENSORPROC_ADDON: addonPath } });
