@@ -8,6 +8,8 @@
 //  - TENSOR: a lone tensor, the common case, in a compact fixed layout (no V8 serializer):
 //    dtype, shape, stride, offset and its storage handle; descriptor 0 is the memfd under
 //    file_descriptor.
+//  - PLAIN: a small tree of plain values and tensors, written directly (NOTE [Plain frames],
+//    plain.ts): tuples, dicts, numbers, strings.
 //  - VALUE: anything else, as V8 serializer output with the table of NOTE [Message table].
 //  - SPILL: a VALUE frame too large for a datagram (INLINE_MAX), written into a shared
 //    storage that travels in its place (its descriptor last); the receiver reads the inner
@@ -15,26 +17,20 @@
 // A frame that does not parse is a FrameDecodeError; every descriptor that came with it is
 // closed whatever happens (see NOTE [Message table] for who owns what).
 import { addon } from '../native/index.js';
-import { Tensor, Storage, type DType } from '../tensor/index.js';
-import { exportStorage, importStorage, abandonExport, type SharingStrategy } from '../sharing/index.js';
+import { Tensor, Storage } from '../tensor/index.js';
+import { exportStorage, importStorage, abandonExport } from '../sharing/index.js';
 import { FrameDecodeError, TooManyDescriptorsError, isTensorprocError } from '../errors.js';
 import { prepare } from './walk.js';
 import { MessageReader, MessageWriter } from './serializer.js';
 import { reductionNamed, type Reduction } from './registry.js';
 import { Reducer, Rebuilder } from './message-table.js';
 import { checkHandle, checkTensorLayout, exportForCopies } from './reductions.js';
+import {
+  DTYPE_CODE, DTYPE_CODES, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, KIND_SPILL, KIND_TENSOR, KIND_VALUE, MAX_FDS, MAX_NDIM, STRATEGIES,
+} from './wire.js';
+import { decodePlain, encodePlain } from './plain.js';
 
-export const FRAME_VERSION = 1;
-const KIND_VALUE = 1;
-const KIND_TENSOR = 2;
-const KIND_SPILL = 3;
-/** Largest frame sent inline; larger VALUE frames spill (a socket buffer holds ~200 KiB). */
-export const INLINE_MAX = 64 * 1024;
-/** A receive buffer must hold this many bytes. */
-export const MAX_FRAME = INLINE_MAX + 1024;
-/** SCM_MAX_FD: descriptors one datagram can carry. */
-export const MAX_FDS = 253;
-const MAX_NDIM = 64;
+export { FRAME_VERSION, INLINE_MAX, MAX_FRAME, MAX_FDS } from './wire.js';
 
 export interface Frame {
   /** Valid until the next encodeMessage() call in this thread: keep() before waiting. */
@@ -45,10 +41,6 @@ export interface Frame {
   abandon(): void;
 }
 
-// --- dtype and strategy codes on the wire (fixed here, not taken from another table's order)
-const DTYPE_CODES: readonly DType[] = ['float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'bool', 'float16', 'bfloat16'];
-const DTYPE_CODE = new Map<string, number>(DTYPE_CODES.map((d, i) => [d, i]));
-const STRATEGIES: readonly SharingStrategy[] = ['file_descriptor', 'file_system'];
 
 const scratch = new Uint8Array(8 * (4 + 2 * MAX_NDIM) + 256);
 const view = new DataView(scratch.buffer);
@@ -64,7 +56,11 @@ function oneFd(fd: number): Int32Array {
 
 /** Encodes `value` (NOTE [Frames]); refuses what cannot travel before taking any reference. */
 export function encodeMessage(value: unknown, path = '', copies = 1): Frame {
-  if (value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor && copies === 1) return encodeTensor(value);
+  if (copies === 1) {
+    if (value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor) return encodeTensor(value);
+    const plain = encodePlain(value); // NOTE [Plain frames]: null when the value is not one
+    if (plain !== null) return plain;
+  }
   return encodeValue(value, path, copies);
 }
 
@@ -169,6 +165,7 @@ function spill(inner: Uint8Array, reducer: Reducer): Frame {
  */
 export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknown {
   if (bytes[0] === KIND_TENSOR) return decodeLoneTensor(bytes, fds, fds.length, 0);
+  if (bytes[0] === KIND_PLAIN) return decodePlainFrame(bytes, fds, fds.length, 0);
   const ctx = new Rebuilder(fds);
   try {
     return decodeFrame(bytes, ctx, true);
@@ -186,6 +183,7 @@ export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknow
 export function decodeReceived(bytes: Uint8Array, fds: Int32Array): unknown {
   const count = fds[0]!;
   if (bytes[0] === KIND_TENSOR) return decodeLoneTensor(bytes, fds, count);
+  if (bytes[0] === KIND_PLAIN) return decodePlainFrame(bytes, fds, count, 1);
   const list = new Array<number>(count);
   for (let i = 0; i < count; i++) list[i] = fds[i + 1]!;
   return decodeMessage(bytes, list);
@@ -221,6 +219,21 @@ function decodeLoneTensor(bytes: Uint8Array, fds: ArrayLike<number>, count: numb
     return new Tensor(importStorage(handle, taken), dtype, shape, stride, offset);
   } catch (e) {
     if (fd !== null) addon.close(fd);
+    throw asDecodeError(e);
+  }
+}
+
+/** A PLAIN frame (NOTE [Plain frames]); takes every descriptor, as decodeMessage() does. */
+function decodePlainFrame(bytes: Uint8Array, fds: ArrayLike<number>, count: number, first: number): unknown {
+  try {
+    checkVersion(bytes);
+  } catch (e) {
+    for (let i = 0; i < count; i++) addon.close(fds[first + i]!);
+    throw e;
+  }
+  try {
+    return decodePlain(bytes, fds, count, first);
+  } catch (e) {
     throw asDecodeError(e);
   }
 }

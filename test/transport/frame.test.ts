@@ -2,10 +2,13 @@
 // that refusing takes nothing, and random bytes fed to the frame decoder.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import { inspect } from 'node:util';
 import * as mp from '../../src/index.js';
 import { addon } from '../../src/native/index.js';
 import { encodeMessage, decodeMessage, MAX_FRAME, MAX_FDS, INLINE_MAX } from '../../src/transport/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
+import { throwsCoded } from '../helpers/errors.js';
+import { KIND_PLAIN, KIND_VALUE } from '../../src/transport/wire.js';
 
 checkLeaks();
 
@@ -166,6 +169,110 @@ describe('refused values', () => {
   });
 });
 
+describe('plain frames (NOTE [Plain frames])', () => {
+  const kindOf = (value: unknown): number => {
+    const f = encodeMessage(value);
+    const kind = f.bytes[0]!;
+    f.abandon();
+    return kind;
+  };
+
+  test('plain trees take the PLAIN path and arrive as structured clone makes them', () => {
+    const protoKey = JSON.parse('{"__proto__": {"own": 1}}');
+    const nullProto = Object.assign(Object.create(null), { a: 1 });
+    const values: unknown[] = [
+      0, -0, 1, -1, 2 ** 31, -(2 ** 31), 2 ** 53, 0.1, NaN, Infinity, -Infinity, true, false, null, undefined, '',
+      'ascii', 'é€😀', 'lone \ud800 and \udc00 surrogates', 'x'.repeat(5000),
+      [], [undefined, null, [[]], {}], { b: 1, a: 2, 10: 'ten', 2: 'two', nested: { u: undefined } },
+      protoKey, nullProto, Array.from({ length: 1000 }, (_, i) => i * 0.5),
+    ];
+    for (const v of values) {
+      assert.equal(kindOf(v), KIND_PLAIN, `${inspect(v).slice(0, 40)} should take the PLAIN path`);
+      const got = roundTrip(v);
+      assert.deepStrictEqual(got, structuredClone(v));
+      if (typeof v === 'number') assert.ok(Object.is(got, v), `${v} keeps its identity (-0, NaN)`);
+    }
+    const gotProto = roundTrip(protoKey) as Record<string, unknown>;
+    assert.ok(Object.hasOwn(gotProto, '__proto__'), '__proto__ arrives as an own property');
+    assert.equal(Object.getPrototypeOf(gotProto), Object.prototype);
+    assert.deepEqual(Object.keys(roundTrip({ b: 1, a: 2, 10: 'x', 2: 'y' }) as object), ['2', '10', 'b', 'a'], 'key order as structured clone');
+  });
+
+  test('tensors inside: shared memory, and two views of one storage arrive over one storage', () => {
+    for (const strategy of ['file_descriptor', 'file_system'] as const) {
+      mp.setSharingStrategy(strategy);
+      try {
+        const t = mp.tensor([1, 2, 3, 4, 5, 6]).view(2, 3);
+        const value = { x: t, row: t.select(0, 1), label: 7, pair: [t.narrow(1, 1, 2), 'tag'] };
+        assert.equal(kindOf(value), KIND_PLAIN);
+        const got = roundTrip(value) as { x: mp.Tensor; row: mp.Tensor; label: number; pair: [mp.Tensor, string] };
+        assert.ok(t.isShared(), 'the tensor was moved to shared memory to travel');
+        assert.deepEqual(got.x.toArray(), [[1, 2, 3], [4, 5, 6]]);
+        assert.deepEqual(got.row.toArray(), [4, 5, 6]);
+        assert.deepEqual(got.pair[0].toArray(), [[2, 3], [5, 6]]);
+        assert.equal(got.label, 7);
+        assert.equal(got.x.storage, got.row.storage, 'one storage');
+        assert.equal(got.x.storage, t.storage, 'sent back to its own process: the same storage');
+        got.x.set([0, 0], 42);
+        assert.equal(t.get(0, 0), 42, 'the same memory');
+        t.release();
+      } finally {
+        mp.setSharingStrategy('file_descriptor');
+      }
+    }
+  });
+
+  test('what PLAIN does not represent exactly goes the VALUE way, and arrives right', () => {
+    const shared = { s: 1 };
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    const sparse = [1, , 3]; // eslint-disable-line no-sparse-arrays
+    const extra = Object.assign([1, 2], { note: 'x' });
+    const holeAndExtra = Object.assign([1, , 3], { note: 'x' }); // eslint-disable-line no-sparse-arrays
+    let deep: unknown = 1;
+    for (let i = 0; i < 40; i++) deep = [deep];
+    class Point {
+      constructor(readonly x: number) {}
+    }
+    const t = mp.zeros([2], { shared: true });
+    const cases: [string, unknown, (got: any) => void][] = [
+      ['a shared object', [shared, shared], (g) => assert.equal(g[0], g[1])],
+      ['a cycle', cyclic, (g) => assert.equal(g.self, g)],
+      ['one tensor twice', [t, t], (g) => assert.equal(g[0], g[1])],
+      ['a sparse array', sparse, (g) => assert.ok(!(1 in g) && g.length === 3)],
+      ['an array with a property', extra, (g) => assert.equal(g.note, 'x')],
+      ['a hole and a property', holeAndExtra, (g) => assert.ok(!(1 in g) && g.note === 'x')],
+      ['a bigint', [1n], (g) => assert.equal(g[0], 1n)],
+      ['a Date', { d: new Date(3) }, (g) => assert.equal(g.d.getTime(), 3)],
+      ['a Map', new Map([[1, 2]]), (g) => assert.equal(g.get(1), 2)],
+      ['a typed array', [new Int16Array([5])], (g) => assert.equal(g[0][0], 5)],
+      ['a class instance', new Point(2), (g) => assert.deepEqual(g, { x: 2 })],
+      ['deep nesting', deep, (g) => assert.ok(Array.isArray(g))],
+    ];
+    for (const [what, value, check] of cases) {
+      assert.equal(kindOf(value), KIND_VALUE, what);
+      check(roundTrip(value));
+    }
+    t.release();
+  });
+
+  test('giving up part-way gives back what the PLAIN encoder took', () => {
+    const t = mp.zeros([4], { shared: true });
+    const segment = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    const before = segment.refcount();
+    // The tensor is exported, then the Date makes the encoder give up: the VALUE frame holds one reference, not two.
+    const f = encodeMessage({ t, d: new Date(0) });
+    assert.equal(f.bytes[0], KIND_VALUE);
+    assert.equal(segment.refcount(), before + 1);
+    f.abandon();
+    assert.equal(segment.refcount(), before);
+    // A value the VALUE path refuses: nothing is kept either.
+    throwsCoded(() => encodeMessage({ t, f: () => 1 }), mp.NotTransferableError, 'ERR_TP_NOT_TRANSFERABLE');
+    assert.equal(segment.refcount(), before);
+    t.release();
+  });
+});
+
 describe('decoding', () => {
   test('a handle to a vanished segment is a SegmentGoneError', () => {
     mp.setSharingStrategy('file_system');
@@ -198,7 +305,13 @@ describe('decoding', () => {
   test('random bytes never crash the decoder (property, 3000 cases)', () => {
     const rand = prng(0x5eed);
     const t = mp.full([3, 2], 1, { shared: true });
-    const valid = [encodeMessage(t).bytes.slice(), encodeMessage({ a: [t, 'x'], m: new Map([[1, t.select(0, 1)]]) }).bytes.slice(), encodeMessage([1, 'two', { three: 3 }]).bytes.slice()];
+    const valid = [
+      encodeMessage(t).bytes.slice(),
+      encodeMessage({ a: [t, 'x'], m: new Map([[1, t.select(0, 1)]]) }).bytes.slice(),
+      encodeMessage([1, 'two', { three: 3 }]).bytes.slice(),
+      encodeMessage([t, { x: t.select(0, 1), s: 'é\ud800' }, -0, 2.5, null]).bytes.slice(), // PLAIN, with tensors
+    ];
+    assert.equal(valid[3]![0], KIND_PLAIN);
     let decoded = 0;
     let refused = 0;
     for (let i = 0; i < 3000; i++) {
@@ -208,7 +321,7 @@ describe('decoding', () => {
         bytes = new Uint8Array(Math.floor(rand() * 300));
         for (let k = 0; k < bytes.length; k++) bytes[k] = Math.floor(rand() * 256);
         if (rand() < 0.5 && bytes.length > 2) {
-          bytes[0] = 1 + Math.floor(rand() * 3);
+          bytes[0] = 1 + Math.floor(rand() * 4);
           bytes[1] = 1;
         }
       } else {
