@@ -2,6 +2,7 @@
 import { serialize } from 'node:v8';
 import { encodeMessage, prepare } from '../transport/index.js';
 import { FRAME, PLAIN, type EncodedArgs } from './args.js';
+import { addon, systemError } from '../native/index.js';
 
 /** Encodes `args` once for `copies` children (one in-flight reference per child and storage). */
 export function encodeArgs(args: readonly unknown[], copies = 1): EncodedArgs {
@@ -11,11 +12,30 @@ export function encodeArgs(args: readonly unknown[], copies = 1): EncodedArgs {
     const bytes = new Uint8Array(plain.length + 1);
     bytes[0] = PLAIN;
     bytes.set(plain, 1);
-    return { bytes, fds: [], abandon: () => {} };
+    return { bytes, fds: [], abandon: () => {}, release: () => {} };
   }
   const frame = encodeMessage(args, 'args', copies);
   const bytes = new Uint8Array(frame.bytes.length + 1);
   bytes[0] = FRAME;
   bytes.set(frame.bytes, 1);
-  return { bytes, fds: Array.from(frame.fds), abandon: frame.abandon };
+  // Duplicates, not the frame's borrowed descriptors (NOTE [Spawn arguments]).
+  const fds: number[] = [];
+  try {
+    for (const fd of frame.fds) fds.push(addon.dup(fd));
+  } catch (e) {
+    for (const fd of fds) addon.close(fd);
+    frame.abandon();
+    throw systemError(e, 'keeping the descriptors of spawn arguments');
+  }
+  let released = false;
+  return {
+    bytes,
+    fds,
+    abandon: frame.abandon,
+    release: () => {
+      if (released) return;
+      released = true;
+      for (const fd of fds) addon.close(fd);
+    },
+  };
 }

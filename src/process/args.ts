@@ -7,8 +7,11 @@
 // extra stdio slots: fds[k] is the child's descriptor CHILD_FD_BASE + k, which the child
 // bootstrap duplicates (close-on-exec) and hands to `decodeArgs(bytes, fds)` in the same
 // order. A thread child shares the parent's descriptor table and gets the parent's numbers
-// unchanged. The descriptors are borrowed: spawn never closes them; the objects in `args`
-// that own them keep them open at least until the children have started.
+// unchanged. Those numbers are spawn's own duplicates, not the objects' descriptors: a
+// process may close a kept descriptor of a received segment at any moment (NOTE [Kept
+// descriptors]), and the number could then name another file by the time a child takes it.
+// spawn closes its duplicates once the children have theirs: a process child when it has
+// been started, a thread child (which duplicates the numbers when it decodes) when it exits.
 // The arguments are one message of the transport (src/transport, NOTE [Frames]): tensors,
 // queues, pipe ends and events travel as they do in a queue, refused values are named by
 // path (`args[1].fn`) before anything is taken. One encoding serves every child: `copies`
@@ -25,9 +28,12 @@ import { addon } from '../native/addon.js';
 
 export interface EncodedArgs {
   bytes: Uint8Array;
+  /** Owned by the encoding (duplicates): release() closes them. */
   fds: number[];
   /** Takes back the in-flight references of every copy: for arguments no child will receive. */
   abandon(): void;
+  /** Closes the descriptors, once the children have their own (or will never start). */
+  release(): void;
 }
 
 /** The first stdio slot of a process child that holds an argument descriptor (3 is the control channel). */

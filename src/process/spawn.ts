@@ -95,6 +95,7 @@ async function launch(
     resolved = await resolveTarget(target);
   } catch (e) {
     encoded.abandon(); // no child will take the arguments' references
+    encoded.release();
     throw e;
   }
   const { url, exportName } = resolved;
@@ -126,6 +127,11 @@ async function launch(
     if (children.length === 0) encoded.abandon();
     for (const c of children) c.kill('SIGKILL');
     await Promise.all(children.map((c) => c.exited));
+    encoded.release();
     throw e;
   }
+  // NOTE [Spawn arguments]: a process child has its descriptors once started; a thread
+  // child duplicates the numbers when it decodes, so they stay open until it exits.
+  if (startMethod === 'spawn') encoded.release();
+  else void Promise.all(children.map((c) => c.exited)).then(() => encoded.release());
 }

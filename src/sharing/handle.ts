@@ -94,6 +94,7 @@ function remember(key: string, storage: Storage): void {
  * message is then not sent, call abandonExport().
  */
 export function exportStorage(storage: Storage): ExportedStorage {
+  storage.assertUsable(); // before shareMemory(), which would make a segment for it first
   storage.shareMemory();
   let lease = storage.backing as Lease;
   let segment = lease.segment;

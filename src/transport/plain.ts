@@ -5,27 +5,36 @@
 // number. A VALUE frame goes through V8's serializer, whose Node wrapper alone costs a few µs
 // a message (a native object, its buffer, the copy out of it: 2.8 µs for [k, 2k] here, and
 // 1.7 µs to read it back), on top of the walk and the table. A PLAIN frame writes such a tree
-// itself, in one pass over the value, into one buffer: undefined, null, booleans, numbers,
-// strings, arrays, plain objects, and tensors (each a record like a lone TENSOR frame, with its
-// own storage handle and descriptor: two views of one storage still arrive over one storage,
-// because importStorage() finds the storage the first view brought).
+// itself into one buffer: undefined, null, booleans, numbers, strings, arrays, plain objects,
+// and tensors.
 // Only what this layout represents exactly takes this path. The encoder gives up, and the
 // VALUE path (the reference for structured-clone semantics) takes the message, at anything
-// else: a bigint, a Date, a Map, a typed array, a Proxy, a class instance, a Queue; an object
-// met twice (shared or cyclic: structured clone keeps the sharing); an array with holes or
-// extra properties; more than MAX_NODES objects, MAX_DEPTH levels, MAX_ITEMS entries in one
-// container, or INLINE_MAX bytes. Giving up undoes the exports made so far. (A getter met
-// before the encoder gives up runs again on the VALUE path.)
-// Layout after [KIND_PLAIN, FRAME_VERSION]: one value, a tag byte first; numbers little-endian.
+// else: a bigint, a Date, a Map, a typed array, a Proxy, an arguments object, a module
+// namespace, a class instance, a Queue; an object met twice (shared or cyclic: structured
+// clone keeps the sharing); an array with holes, hidden elements or extra properties; more
+// than MAX_NODES objects, MAX_DEPTH levels, MAX_ITEMS entries in one container, or INLINE_MAX
+// bytes. It also gives up when entered again while it writes (a getter that sends a message).
+// Known gap: a built-in object whose prototype was replaced by Object.prototype or null (a
+// Map made to look plain) travels as the plain object it looks like.
+// Storages: the walk only notes each distinct storage; once it has succeeded, each is exported
+// once (one reference in flight, one descriptor) and listed in a table after the tree, which
+// tensor records refer to by index. So nothing is taken for a message that then goes the VALUE
+// way, views of one storage cost one descriptor, and they arrive over one storage. The
+// receiver reads the table first and imports every entry (those after a failed one are
+// imported and dropped, as the VALUE path's discard does, so that no reference stays in
+// flight), then the tree.
+// Layout: [KIND_PLAIN, FRAME_VERSION, u32 offset of the table], the tree, the table. Numbers
+// are little-endian. Tree values, a tag byte first:
 //   0 undefined · 1 null · 2 false · 3 true · 4 int32 · 5 float64 · 6 string: u32 length in
 //   UTF-16 units, then UTF-16LE (exact for any JS string) · 7 array: u32 length, then each
 //   element · 8 object: u32 count, then per property its key (a string without tag) and its
-//   value · 9 tensor: dtype, ndim, strategy, name length, u16 descriptor index (0xffff:
-//   none), a pad byte; f64 nbytes, offset, shape…, stride…; the name in latin1.
-// Descriptors are the datagram's, one per file_descriptor tensor record, in record order.
+//   value · 9 tensor: dtype, ndim, u16 storage index; f64 offset, shape…, stride….
+// Table: u16 count, then per storage: strategy, name length, u16 descriptor index (0xffff:
+// none), f64 nbytes, the name in latin1. Descriptors are the datagram's, one per
+// file_descriptor storage.
 import { types } from 'node:util';
-import { Tensor } from '../tensor/index.js';
-import { abandonExport, exportStorage, importStorage, type ExportedStorage } from '../sharing/index.js';
+import { Tensor, type Storage } from '../tensor/index.js';
+import { abandonExport, exportStorage, importStorage, type ExportedStorage, type StorageHandle } from '../sharing/index.js';
 import { FrameDecodeError } from '../errors.js';
 import { addon } from '../native/index.js';
 import { checkHandle, checkTensorLayout } from './reductions.js';
@@ -36,7 +45,10 @@ const MAX_NODES = 256;
 const MAX_DEPTH = 32;
 const MAX_ITEMS = 1024;
 const NO_FD = 0xffff;
+const HEAD = 6;
 const T_UNDEFINED = 0, T_NULL = 1, T_FALSE = 2, T_TRUE = 3, T_INT = 4, T_FLOAT = 5, T_STRING = 6, T_ARRAY = 7, T_OBJECT = 8, T_TENSOR = 9;
+/** A table entry: strategy, name length, descriptor index, nbytes; then the name. */
+const ENTRY = 12;
 
 // Buffer's native string codecs, without the encoding lookup of write()/toString() (Node has
 // had them since its first releases; @types does not list them).
@@ -55,51 +67,94 @@ const outView = new DataView(out.buffer);
 const outText = Buffer.from(out.buffer) as unknown as Codecs;
 let at = 0;
 let nodes = 0;
+let writing = false;
 const seen: object[] = [];
-const exported: ExportedStorage[] = [];
-const fdList: number[] = [];
+const storages: Storage[] = [];
 const NO_FDS = new Int32Array(0);
 const NOTHING_TO_UNDO = (): void => {};
 
 /** Thrown inside the walk to give the message to the VALUE path. */
 const GIVE_UP: unique symbol = Symbol('not plain');
 
+/** The tree leaves room for the table's count. */
 function room(n: number): void {
-  if (at + n > INLINE_MAX) throw GIVE_UP;
+  if (at + n > INLINE_MAX - 2) throw GIVE_UP;
 }
 
 /**
  * The PLAIN frame of `value`, or null when it is not one (NOTE [Plain frames]); then nothing
- * is left behind. Errors of the value itself (a released tensor) are thrown, after the undo.
+ * was taken. An error while exporting a storage (no room in /dev/shm) is thrown, after the
+ * exports made so far are undone.
  */
 export function encodePlain(value: unknown): Frame | null {
-  at = 2;
+  if (writing) return null; // a getter of the value being written sends a message
+  writing = true;
+  at = HEAD;
   nodes = 0;
-  out[0] = KIND_PLAIN;
-  out[1] = FRAME_VERSION;
+  seen.length = 0;
+  storages.length = 0;
   try {
-    write(value, 0);
-  } catch (e) {
-    for (const x of exported) abandonExport(x);
-    exported.length = 0;
-    fdList.length = 0;
+    try {
+      write(value, 0);
+    } catch (e) {
+      if (e === GIVE_UP) return null;
+      throw e;
+    }
+    out[0] = KIND_PLAIN;
+    out[1] = FRAME_VERSION;
+    outView.setUint32(2, at, true);
+    if (storages.length > 0) return writeTable();
+    outView.setUint16(at, 0, true); // an empty table
+    at += 2;
+    return finish(NO_FDS, NOTHING_TO_UNDO);
+  } finally {
+    writing = false;
     seen.length = 0;
+    storages.length = 0;
+  }
+}
+
+function finish(fds: Int32Array, abandon: () => void): Frame {
+  return { bytes: out.subarray(0, at), fds, abandon };
+}
+
+/** Exports each storage once and lists it after the tree. */
+function writeTable(): Frame | null {
+  const n = storages.length;
+  if (at + 2 + n * (ENTRY + 255) > INLINE_MAX) return null; // names are 255 bytes at most
+  const exported: ExportedStorage[] = [];
+  const undo = (): void => {
+    for (const x of exported.splice(0)) {
+      try {
+        abandonExport(x);
+      } catch {
+        // best effort: the others must still be given back
+      }
+    }
+  };
+  const fds: number[] = [];
+  try {
+    outView.setUint16(at, n, true);
+    at += 2;
+    for (const s of storages) {
+      const x = exportStorage(s); // moves it into shared memory first if it is not there
+      exported.push(x);
+      const name = x.handle.name;
+      if (name !== null && name.length > 255) throw GIVE_UP;
+      out[at] = x.handle.strategy === 'file_system' ? 1 : 0;
+      out[at + 1] = name === null ? 0 : name.length;
+      outView.setUint16(at + 2, x.fd === null ? NO_FD : fds.length, true);
+      outView.setFloat64(at + 4, x.handle.nbytes, true);
+      if (x.fd !== null) fds.push(x.fd);
+      at += ENTRY;
+      if (name !== null) at += outText.latin1Write(name, at, name.length);
+    }
+  } catch (e) {
+    undo();
     if (e === GIVE_UP) return null;
     throw e;
   }
-  seen.length = 0;
-  if (exported.length === 0) return { bytes: out.subarray(0, at), fds: NO_FDS, abandon: NOTHING_TO_UNDO };
-  const taken = exported.slice();
-  const fds = Int32Array.from(fdList);
-  exported.length = 0;
-  fdList.length = 0;
-  return {
-    bytes: out.subarray(0, at),
-    fds,
-    abandon: () => {
-      for (const x of taken) abandonExport(x);
-    },
-  };
+  return finish(Int32Array.from(fds), undo);
 }
 
 function write(v: unknown, depth: number): void {
@@ -159,34 +214,13 @@ function writeObject(v: object, depth: number): void {
   seen.push(v);
   if (types.isProxy(v)) throw GIVE_UP;
   const proto = Object.getPrototypeOf(v);
-  if (proto === Array.prototype) {
-    const a = v as unknown[];
-    const n = a.length;
-    // With no hole (checked per undefined element below), as many keys as elements means no
-    // extra property either.
-    if (n > MAX_ITEMS || Object.keys(a).length !== n) throw GIVE_UP;
-    room(5);
-    out[at] = T_ARRAY;
-    outView.setUint32(at + 1, n, true);
-    at += 5;
-    for (let i = 0; i < n; i++) {
-      const x = a[i];
-      if (x === undefined && !(i in a)) throw GIVE_UP;
-      write(x, depth + 1);
-    }
+  if (Array.isArray(v)) {
+    if (proto !== Array.prototype) throw GIVE_UP;
+    writeArray(v, depth);
     return;
   }
-  if (proto === Object.prototype || proto === null) {
-    const keys = Object.keys(v);
-    if (keys.length > MAX_ITEMS) throw GIVE_UP;
-    room(5);
-    out[at] = T_OBJECT;
-    outView.setUint32(at + 1, keys.length, true);
-    at += 5;
-    for (const k of keys) {
-      writeString(k);
-      write((v as Record<string, unknown>)[k], depth + 1);
-    }
+  if (proto === Object.prototype ? !types.isArgumentsObject(v) : proto === null && !types.isModuleNamespaceObject(v)) {
+    writePlainObject(v as Record<string, unknown>, depth);
     return;
   }
   if (proto === Tensor.prototype) {
@@ -196,33 +230,60 @@ function writeObject(v: object, depth: number): void {
   throw GIVE_UP;
 }
 
+function writeArray(a: unknown[], depth: number): void {
+  const n = a.length;
+  if (n > MAX_ITEMS) throw GIVE_UP;
+  // Index keys come first, ascending: n keys ending with n-1 are exactly 0…n-1, all own and
+  // enumerable (no hole, no hidden element), and no other property.
+  const keys = Object.keys(a);
+  if (keys.length !== n || (n > 0 && keys[n - 1] !== String(n - 1))) throw GIVE_UP;
+  room(5);
+  out[at] = T_ARRAY;
+  outView.setUint32(at + 1, n, true);
+  at += 5;
+  for (let i = 0; i < n; i++) {
+    const x = a[i];
+    if (x === undefined && !Object.hasOwn(a, i)) throw GIVE_UP; // deleted by a getter meanwhile
+    write(x, depth + 1);
+  }
+}
+
+function writePlainObject(o: Record<string, unknown>, depth: number): void {
+  const keys = Object.keys(o);
+  if (keys.length > MAX_ITEMS) throw GIVE_UP;
+  room(5);
+  out[at] = T_OBJECT;
+  outView.setUint32(at + 1, keys.length, true);
+  at += 5;
+  for (const k of keys) {
+    const x = o[k];
+    // A property deleted by a getter meanwhile: structured clone skips it.
+    if ((x === undefined || k === '__proto__') && !Object.hasOwn(o, k)) throw GIVE_UP;
+    writeString(k);
+    write(x, depth + 1);
+  }
+}
+
 function writeTensor(t: Tensor): void {
   const ndim = t.shape.length;
-  // The VALUE path keeps one descriptor for a spill, and refuses more, with its own error.
-  if (ndim > MAX_NDIM || fdList.length >= MAX_FDS - 1) throw GIVE_UP;
-  room(8 + 16 + 16 * ndim + 255);
-  const x = exportStorage(t.storage); // shares it first if it is not shared yet
-  exported.push(x);
-  const name = x.handle.name;
-  if (name !== null && name.length > 255) throw GIVE_UP;
-  let fdIndex = NO_FD;
-  if (x.fd !== null) {
-    fdIndex = fdList.length;
-    fdList.push(x.fd);
+  // A released tensor: the VALUE path refuses it with its own error.
+  if (ndim > MAX_NDIM || t.storage.isReleased()) throw GIVE_UP;
+  let index = storages.indexOf(t.storage);
+  if (index < 0) {
+    // The VALUE path keeps one descriptor for a spill, and refuses more, with its own error.
+    if (storages.length >= MAX_FDS - 1) throw GIVE_UP;
+    index = storages.length;
+    storages.push(t.storage);
   }
+  room(13 + 16 * ndim);
   out[at] = T_TENSOR;
   out[at + 1] = DTYPE_CODE.get(t.dtype)!;
   out[at + 2] = ndim;
-  out[at + 3] = x.handle.strategy === 'file_system' ? 1 : 0;
-  out[at + 4] = name === null ? 0 : name.length;
-  outView.setUint16(at + 5, fdIndex, true);
-  out[at + 7] = 0;
-  outView.setFloat64(at + 8, x.handle.nbytes, true);
-  outView.setFloat64(at + 16, t.offset, true);
-  at += 24;
+  outView.setUint16(at + 3, index, true);
+  outView.setFloat64(at + 5, t.offset, true);
+  at += 13;
   for (let i = 0; i < ndim; i++, at += 8) outView.setFloat64(at, t.shape[i]!, true);
   for (let i = 0; i < ndim; i++, at += 8) outView.setFloat64(at, t.stride[i]!, true);
-  if (name !== null) at += outText.latin1Write(name, at, name.length);
 }
 
 // --- decoding ---------------------------------------------------------------------------
@@ -231,46 +292,108 @@ let src: Uint8Array = out;
 let srcView: DataView = outView;
 let srcText: Codecs = outText;
 let pos = 0;
-let fdsIn: ArrayLike<number> = NO_FDS;
-let fdFirst = 0;
-let fdCount = 0;
-let fdTaken = new Uint8Array(MAX_FDS);
+let end = 0;
+let imported: Storage[] = [];
 
 function truncated(): FrameDecodeError {
   return new FrameDecodeError('A received message is truncated.');
 }
 
 function need(n: number): void {
-  if (pos + n > src.length) throw truncated();
+  if (pos + n > end) throw truncated();
 }
 
 /**
  * Decodes a PLAIN frame (its kind and version already checked). `fds` holds the datagram's
- * `count` descriptors from index `first`; every one is taken by a tensor or closed here.
+ * `count` descriptors from index `first`; every one is taken by a storage or closed here.
  */
 export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: number, first: number): unknown {
-  if (bytes.buffer !== src.buffer) {
-    srcView = new DataView(bytes.buffer);
-    srcText = Buffer.from(bytes.buffer as ArrayBuffer) as unknown as Codecs;
-  }
-  src = bytes;
-  pos = 2;
-  fdsIn = fds;
-  fdFirst = first;
-  fdCount = count;
-  if (count > fdTaken.length) fdTaken = new Uint8Array(count);
-  if (count > 0) fdTaken.fill(0, 0, count);
-  // Tensors made before a fault are left to the garbage collector, which gives their
-  // storages back (NOTE [Lease buffers and the finalizer]), as the VALUE path does: a storage
-  // this process already held when the message came is the user's, and must not be released.
+  const taken = new Uint8Array(count);
   try {
+    if (bytes.buffer !== src.buffer) {
+      srcView = new DataView(bytes.buffer);
+      srcText = Buffer.from(bytes.buffer as ArrayBuffer) as unknown as Codecs;
+    }
+    src = bytes;
+    if (bytes.length < HEAD) throw truncated();
+    const tableAt = srcView.getUint32(bytes.byteOffset + 2, true);
+    if (tableAt < HEAD || tableAt > bytes.length) throw new FrameDecodeError('A received message has a malformed table offset.');
+    // The table: every entry read and checked before anything is imported.
+    pos = tableAt;
+    end = bytes.length;
+    const entries = readTable(count);
+    if (pos !== end) throw new FrameDecodeError('A received message has bytes after its table.');
+    imported = importAll(entries, fds, first, taken);
+    // The tree: storages imported already are dropped with it if it does not parse, and the
+    // collector gives them back (NOTE [Lease buffers and the finalizer]).
+    pos = HEAD;
+    end = tableAt;
     const value = read(0);
-    if (pos !== bytes.length) throw new FrameDecodeError('A received message has bytes after its value.');
+    if (pos !== end) throw new FrameDecodeError('A received message has bytes after its value.');
     return value;
   } finally {
-    for (let i = 0; i < count; i++) if (fdTaken[i] === 0) addon.close(fds[first + i]!);
-    fdsIn = NO_FDS;
+    imported = [];
+    for (let i = 0; i < count; i++) {
+      if (taken[i] !== 0) continue;
+      try {
+        addon.close(fds[first + i]!);
+      } catch {
+        // already closed
+      }
+    }
   }
+}
+
+function readTable(count: number): { handle: StorageHandle; fdIndex: number }[] {
+  need(2);
+  const n = srcView.getUint16(src.byteOffset + pos, true);
+  pos += 2;
+  const entries: { handle: StorageHandle; fdIndex: number }[] = [];
+  const used = new Set<number>();
+  for (let k = 0; k < n; k++) {
+    need(ENTRY);
+    const at0 = src.byteOffset + pos;
+    const strategyCode = src[pos]!;
+    const nameLength = src[pos + 1]!;
+    const fdIndex = srcView.getUint16(at0 + 2, true);
+    const nbytes = srcView.getFloat64(at0 + 4, true);
+    pos += ENTRY;
+    need(nameLength);
+    const name = nameLength === 0 ? null : srcText.latin1Slice(src.byteOffset + pos, src.byteOffset + pos + nameLength);
+    pos += nameLength;
+    const handle = checkHandle(STRATEGIES[strategyCode] ?? strategyCode, name, nbytes);
+    if (handle.strategy === 'file_descriptor') {
+      if (fdIndex >= count || used.has(fdIndex)) {
+        throw new FrameDecodeError(`A received storage refers to descriptor ${fdIndex} but the message carries ${count} (or uses one twice).`);
+      }
+      used.add(fdIndex);
+    }
+    entries.push({ handle, fdIndex });
+  }
+  return entries;
+}
+
+/**
+ * Imports every entry. After a failure the rest are imported and dropped all the same, so that
+ * their references in flight are adopted (and given back by the collector), then it throws.
+ */
+function importAll(entries: { handle: StorageHandle; fdIndex: number }[], fds: ArrayLike<number>, first: number, taken: Uint8Array): Storage[] {
+  const result: Storage[] = [];
+  let failure: unknown = null;
+  for (const { handle, fdIndex } of entries) {
+    let fd: number | null = null;
+    if (handle.strategy === 'file_descriptor') {
+      taken[fdIndex] = 1;
+      fd = fds[first + fdIndex]!;
+    }
+    try {
+      result.push(importStorage(handle, fd)); // takes fd, whatever happens
+    } catch (e) {
+      failure ??= e;
+    }
+  }
+  if (failure !== null) throw failure;
+  return result;
 }
 
 function read(depth: number): unknown {
@@ -313,8 +436,9 @@ function read(depth: number): unknown {
       for (let i = 0; i < n; i++) {
         const k = readString();
         const v = read(depth + 1);
-        // An own property named __proto__, as structured clone makes it, not a prototype change.
-        if (k === '__proto__') Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+        // A key Object.prototype has (__proto__, toString…) becomes an own property, as
+        // structured clone makes it, without running an inherited setter.
+        if (k in o) Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
         else o[k] = v;
       }
       return o;
@@ -345,38 +469,22 @@ function readString(): string {
 }
 
 function readTensor(): Tensor {
-  need(23);
+  need(12);
   const at0 = src.byteOffset + pos;
   const dtype = DTYPE_CODES[src[pos]!];
   const ndim = src[pos + 1]!;
-  const strategyCode = src[pos + 2]!;
-  const nameLength = src[pos + 3]!;
-  const fdIndex = srcView.getUint16(at0 + 4, true);
-  if (dtype === undefined) throw new FrameDecodeError(`A received tensor has dtype code ${src[pos]}.`);
+  const index = srcView.getUint16(at0 + 2, true);
+  const offset = srcView.getFloat64(at0 + 4, true);
+  pos += 12;
+  if (dtype === undefined) throw new FrameDecodeError(`A received tensor has dtype code ${src[pos - 12]}.`);
   if (ndim > MAX_NDIM) throw new FrameDecodeError(`A received tensor claims ${ndim} dimensions.`);
-  pos += 7;
-  need(16 + 16 * ndim + nameLength);
-  const nbytes = srcView.getFloat64(at0 + 7, true);
-  const offset = srcView.getFloat64(at0 + 15, true);
-  pos += 16;
+  const storage = imported[index];
+  if (storage === undefined) throw new FrameDecodeError(`A received tensor refers to storage ${index} of a table of ${imported.length}.`);
+  need(16 * ndim);
   const shape = new Array<number>(ndim);
   const stride = new Array<number>(ndim);
   for (let i = 0; i < ndim; i++, pos += 8) shape[i] = srcView.getFloat64(src.byteOffset + pos, true);
   for (let i = 0; i < ndim; i++, pos += 8) stride[i] = srcView.getFloat64(src.byteOffset + pos, true);
   checkTensorLayout(shape, stride, offset);
-  let name: string | null = null;
-  if (nameLength > 0) {
-    name = srcText.latin1Slice(src.byteOffset + pos, src.byteOffset + pos + nameLength);
-    pos += nameLength;
-  }
-  const handle = checkHandle(STRATEGIES[strategyCode] ?? strategyCode, name, nbytes);
-  let fd: number | null = null;
-  if (handle.strategy === 'file_descriptor') {
-    if (fdIndex >= fdCount || fdTaken[fdIndex] !== 0) {
-      throw new FrameDecodeError(`A received tensor refers to descriptor ${fdIndex} but the message carries ${fdCount} (or uses one twice).`);
-    }
-    fdTaken[fdIndex] = 1;
-    fd = fdsIn[fdFirst + fdIndex]!;
-  }
-  return new Tensor(importStorage(handle, fd), dtype, shape, stride, offset); // importStorage takes fd, whatever happens
+  return new Tensor(storage, dtype, shape, stride, offset);
 }

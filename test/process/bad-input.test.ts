@@ -27,6 +27,7 @@ import {
 } from '../../src/index.js';
 import { decodeArgs, PLAIN } from '../../src/process/args.js';
 import { encodeArgs } from '../../src/process/args-encode.js';
+import { addon } from '../../src/native/index.js';
 
 checkLeaks();
 
@@ -175,6 +176,23 @@ describe('arguments', () => {
     assert.deepEqual(fds, []);
     assert.equal(bytes[0], PLAIN, 'no tensorproc object: the child needs no transport to decode');
     assert.deepEqual(await decodeArgs(bytes, fds), args);
+  });
+
+  it("the descriptors of encoded arguments are spawn's own duplicates, closed by release()", () => {
+    const t = full([4], 1, { shared: true });
+    const segment = (t.storage.backing as unknown as { segment: { fd: number } }).segment;
+    const encoded = encodeArgs([t]);
+    try {
+      assert.equal(encoded.fds.length, 1);
+      assert.notEqual(encoded.fds[0], segment.fd, "not the segment's own descriptor, which a receiver may close at any time");
+      assert.deepEqual(addon.fstat(encoded.fds[0]!).slice(1), addon.fstat(segment.fd).slice(1), 'the same memfd');
+    } finally {
+      encoded.abandon();
+      encoded.release();
+      encoded.release(); // once only
+    }
+    assert.throws(() => addon.fstat(encoded.fds[0]!), (e: any) => e.code === 'EBADF');
+    t.release();
   });
 
   it('a queue passed to a target that never imports tensorproc still arrives', async () => {

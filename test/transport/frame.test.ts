@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
 import * as mp from '../../src/index.js';
 import { addon } from '../../src/native/index.js';
+import { segmentCache } from '../../src/sharing/index.js';
 import { encodeMessage, decodeMessage, MAX_FRAME, MAX_FDS, INLINE_MAX } from '../../src/transport/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { throwsCoded } from '../helpers/errors.js';
@@ -256,6 +257,97 @@ describe('plain frames (NOTE [Plain frames])', () => {
     t.release();
   });
 
+  test('exactness: what structured clone would send differently goes the VALUE way', () => {
+    const deleting = {
+      get a() {
+        delete (this as { b?: number }).b;
+        return 1;
+      },
+      b: 2,
+    };
+    assert.equal(kindOf(deleting), KIND_VALUE, 'a getter deleting a later property');
+    const hidden = Object.assign([1, 2, 3], { x: 9 });
+    Object.defineProperty(hidden, 1, { enumerable: false });
+    assert.equal(kindOf(hidden), KIND_VALUE, 'a hidden element beside an extra property');
+    const args = (function (..._: unknown[]) {
+      return arguments; // eslint-disable-line prefer-rest-params
+    })(1, 2);
+    assert.throws(() => encodeMessage(args).abandon(), 'an arguments object is not plain (structured clone refuses it)');
+    const looksLikeArray = Object.create(Array.prototype) as unknown[];
+    assert.equal(kindOf(looksLikeArray), KIND_VALUE, 'an object with Array.prototype is not an array');
+    const nullArray = Object.setPrototypeOf([1, 2], null) as unknown;
+    assert.equal(kindOf(nullArray), KIND_VALUE, 'an array without its prototype');
+    assert.deepStrictEqual(roundTrip(nullArray), structuredClone(nullArray));
+  });
+
+  test('a getter that sends a message while its own message is written: both arrive whole', () => {
+    const sent: { inner: ReturnType<typeof encodeMessage> | null } = { inner: null };
+    const value = {
+      a: 1,
+      get b() {
+        sent.inner = encodeMessage({ inner: [1, 2, 3] });
+        return 2;
+      },
+      c: 'three',
+    };
+    const outer = encodeMessage(value);
+    assert.equal(outer.bytes[0], KIND_PLAIN);
+    assert.deepEqual(decodeMessage(outer.bytes.slice(), []), { a: 1, b: 2, c: 'three' });
+    // The inner message, written while the outer one was, went the VALUE way, and is whole too.
+    assert.equal(sent.inner!.bytes[0], KIND_VALUE);
+    assert.deepEqual(decodeMessage(sent.inner!.bytes.slice(), []), { inner: [1, 2, 3] });
+  });
+
+  test('views of one storage travel with one descriptor and one reference', () => {
+    const t = mp.zeros([4, 2], { shared: true });
+    const segment = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    const before = segment.refcount();
+    const f = encodeMessage({ rows: [t.select(0, 0), t.select(0, 1), t.select(0, 2)], all: t.view(8) });
+    assert.equal(f.bytes[0], KIND_PLAIN);
+    assert.equal(f.fds.length, 1);
+    assert.equal(segment.refcount(), before + 1);
+    f.abandon();
+    f.abandon(); // twice: once only
+    assert.equal(segment.refcount(), before);
+    t.release();
+  });
+
+  test('a storage that fails to arrive leaves no reference of the others in flight', () => {
+    mp.setSharingStrategy('file_system');
+    try {
+      const gone = mp.full([4], 1, { shared: true });
+      const kept = mp.full([4], 2, { shared: true });
+      const keptSegment = (kept.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+      const before = keptSegment.refcount();
+      const f = encodeMessage([gone, kept, 'x']);
+      assert.equal(f.bytes[0], KIND_PLAIN);
+      const bytes = f.bytes.slice();
+      assert.equal(keptSegment.refcount(), before + 1, 'one reference in flight for kept');
+      const name = (gone.storage.backing as unknown as { segment: { name: string } }).segment.name;
+      gone.release();
+      mp.emptyCache();
+      try {
+        addon.shmUnlink(name);
+      } catch {
+        // already gone
+      }
+      throwsCoded(() => decodeMessage(bytes, []), mp.SegmentGoneError, 'ERR_TP_SEGMENT_GONE');
+      assert.equal(keptSegment.refcount(), before, 'the storage after the failed one was taken in all the same');
+      kept.release();
+    } finally {
+      mp.setSharingStrategy('file_descriptor');
+    }
+  });
+
+  test('a released tensor is refused before any segment is made for it', () => {
+    const t = mp.tensor([1, 2, 3]); // not shared: sending it would move it into shared memory
+    t.release();
+    const created = segmentCache.created;
+    throwsCoded(() => encodeMessage({ t }), mp.ReleasedError, 'ERR_TP_RELEASED');
+    throwsCoded(() => encodeMessage(t), mp.ReleasedError, 'ERR_TP_RELEASED');
+    assert.equal(segmentCache.created, created);
+  });
+
   test('giving up part-way gives back what the PLAIN encoder took', () => {
     const t = mp.zeros([4], { shared: true });
     const segment = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
@@ -305,13 +397,15 @@ describe('decoding', () => {
   test('random bytes never crash the decoder (property, 3000 cases)', () => {
     const rand = prng(0x5eed);
     const t = mp.full([3, 2], 1, { shared: true });
+    // Each case encodes afresh, so that every decode has the reference in flight it adopts: a
+    // frame decoded twice would give back one it never had, and t's count would go below zero.
     const valid = [
-      encodeMessage(t).bytes.slice(),
-      encodeMessage({ a: [t, 'x'], m: new Map([[1, t.select(0, 1)]]) }).bytes.slice(),
-      encodeMessage([1, 'two', { three: 3 }]).bytes.slice(),
-      encodeMessage([t, { x: t.select(0, 1), s: 'é\ud800' }, -0, 2.5, null]).bytes.slice(), // PLAIN, with tensors
+      () => encodeMessage(t).bytes.slice(),
+      () => encodeMessage({ a: [t, 'x'], m: new Map([[1, t.select(0, 1)]]) }).bytes.slice(),
+      () => encodeMessage([1, 'two', { three: 3 }]).bytes.slice(),
+      () => encodeMessage([t, { x: t.select(0, 1), s: 'é\ud800' }, -0, 2.5, null]).bytes.slice(), // PLAIN, with tensors
     ];
-    assert.equal(valid[3]![0], KIND_PLAIN);
+    assert.equal(valid[3]!()[0], KIND_PLAIN);
     let decoded = 0;
     let refused = 0;
     for (let i = 0; i < 3000; i++) {
@@ -326,7 +420,7 @@ describe('decoding', () => {
         }
       } else {
         // A valid frame with a few bytes flipped or cut short.
-        bytes = valid[Math.floor(rand() * valid.length)]!.slice();
+        bytes = valid[Math.floor(rand() * valid.length)]!();
         for (let k = 0, n = 1 + Math.floor(rand() * 4); k < n; k++) bytes[2 + Math.floor(rand() * (bytes.length - 2))] = Math.floor(rand() * 256);
         if (mode === 2) bytes = bytes.subarray(0, Math.floor(rand() * bytes.length));
       }
@@ -341,6 +435,8 @@ describe('decoding', () => {
     }
     // Both outcomes happened: the cases reach the decoder's checks and get past them.
     assert.ok(refused > 0 && decoded > 0, `${decoded} decoded, ${refused} refused`);
+    const segment = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    assert.ok(segment.refcount() >= 1, `t's segment still counts this process's hold (${segment.refcount()})`);
     t.release();
   });
 });
