@@ -294,6 +294,10 @@ let srcText: Codecs = outText;
 let pos = 0;
 let end = 0;
 let imported: Storage[] = [];
+// Per descriptor of the datagram being decoded: unused, claimed by a table entry, or taken by
+// importStorage(); all but the taken are closed at the end.
+const FD_UNUSED = 0, FD_CLAIMED = 1, FD_TAKEN = 2;
+let fdState = new Uint8Array(MAX_FDS);
 
 function truncated(): FrameDecodeError {
   return new FrameDecodeError('A received message is truncated.');
@@ -308,7 +312,9 @@ function need(n: number): void {
  * `count` descriptors from index `first`; every one is taken by a storage or closed here.
  */
 export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: number, first: number): unknown {
-  const taken = new Uint8Array(count);
+  if (count > fdState.length) fdState = new Uint8Array(count);
+  const state = fdState;
+  state.fill(FD_UNUSED, 0, count);
   try {
     if (bytes.buffer !== src.buffer) {
       srcView = new DataView(bytes.buffer);
@@ -321,9 +327,9 @@ export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: nu
     // The table: every entry read and checked before anything is imported.
     pos = tableAt;
     end = bytes.length;
-    const entries = readTable(count);
+    const entries = readTable(count, state);
     if (pos !== end) throw new FrameDecodeError('A received message has bytes after its table.');
-    imported = importAll(entries, fds, first, taken);
+    imported = importAll(entries, fds, first, state);
     // The tree: storages imported already are dropped with it if it does not parse, and the
     // collector gives them back (NOTE [Lease buffers and the finalizer]).
     pos = HEAD;
@@ -334,7 +340,7 @@ export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: nu
   } finally {
     imported = [];
     for (let i = 0; i < count; i++) {
-      if (taken[i] !== 0) continue;
+      if (state[i] === FD_TAKEN) continue;
       try {
         addon.close(fds[first + i]!);
       } catch {
@@ -344,12 +350,11 @@ export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: nu
   }
 }
 
-function readTable(count: number): { handle: StorageHandle; fdIndex: number }[] {
+function readTable(count: number, state: Uint8Array): { handle: StorageHandle; fdIndex: number }[] {
   need(2);
   const n = srcView.getUint16(src.byteOffset + pos, true);
   pos += 2;
   const entries: { handle: StorageHandle; fdIndex: number }[] = [];
-  const used = new Set<number>();
   for (let k = 0; k < n; k++) {
     need(ENTRY);
     const at0 = src.byteOffset + pos;
@@ -363,10 +368,10 @@ function readTable(count: number): { handle: StorageHandle; fdIndex: number }[] 
     pos += nameLength;
     const handle = checkHandle(STRATEGIES[strategyCode] ?? strategyCode, name, nbytes);
     if (handle.strategy === 'file_descriptor') {
-      if (fdIndex >= count || used.has(fdIndex)) {
+      if (fdIndex >= count || state[fdIndex] !== FD_UNUSED) {
         throw new FrameDecodeError(`A received storage refers to descriptor ${fdIndex} but the message carries ${count} (or uses one twice).`);
       }
-      used.add(fdIndex);
+      state[fdIndex] = FD_CLAIMED;
     }
     entries.push({ handle, fdIndex });
   }
@@ -377,13 +382,13 @@ function readTable(count: number): { handle: StorageHandle; fdIndex: number }[] 
  * Imports every entry. After a failure the rest are imported and dropped all the same, so that
  * their references in flight are adopted (and given back by the collector), then it throws.
  */
-function importAll(entries: { handle: StorageHandle; fdIndex: number }[], fds: ArrayLike<number>, first: number, taken: Uint8Array): Storage[] {
+function importAll(entries: { handle: StorageHandle; fdIndex: number }[], fds: ArrayLike<number>, first: number, state: Uint8Array): Storage[] {
   const result: Storage[] = [];
   let failure: unknown = null;
   for (const { handle, fdIndex } of entries) {
     let fd: number | null = null;
     if (handle.strategy === 'file_descriptor') {
-      taken[fdIndex] = 1;
+      state[fdIndex] = FD_TAKEN;
       fd = fds[first + fdIndex]!;
     }
     try {

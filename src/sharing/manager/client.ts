@@ -96,13 +96,13 @@ export class ManagerClient {
    * Starts a manager in the background when none has a socket, without connecting: called
    * when file_system is selected, so that this process and the children it is about to start
    * find one running by their first segment, instead of starting one then, beside their work
-   * (a Node process's start-up, some 40 ms of CPU, competing with the first messages). Once
-   * per process; a stale socket (its manager was killed) is left to the first segment, which
-   * handles that case already.
+   * (a Node process's start-up, some 40 ms of CPU, competing with the first messages). Not
+   * again while one it started may still be starting; a stale socket (its manager was killed)
+   * is left to the first segment, which handles that case already.
    */
   prestart(): void {
-    if (this.#prestarted || this.#state !== 'off' || process.env[MANAGER_ENV] === '0') return;
-    this.#prestarted = true;
+    if (this.#state !== 'off' || process.env[MANAGER_ENV] === '0' || Date.now() - this.#prestartedAt < START_TIMEOUT_MS) return;
+    this.#prestartedAt = Date.now();
     const dir = managerDir();
     if (checkDir(dir) !== null || existsSync(socketPath(dir))) return;
     try {
@@ -111,7 +111,7 @@ export class ManagerClient {
       // as above
     }
   }
-  #prestarted = false;
+  #prestartedAt = -Infinity;
 
   /** Datagrams sent to managers so far (diagnostics, tests). */
   get messagesSent(): number {
