@@ -86,6 +86,8 @@ async function runTensorproc(strategy: mp.SharingStrategy, size: number): Promis
  * code is warm (YARDSTICK.md: "the physical limit ... is the bandwidth of writing the tensor
  * once"); W1 can reach it only by overlapping everything else with the fill.
  */
+// Measured under file_descriptor only: the strategy changes how a segment is named, not the
+// memory that is written, so it is the limit of both columns.
 function fillLimit(strategy: mp.SharingStrategy, size: number): Trial {
   const count = countFor(size);
   const n = size / 4;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <mutex>
 #include <thread>
+#include <system_error>
 
 namespace tp {
 
@@ -151,6 +152,7 @@ Napi::Value FutexWaitAsync(const Napi::CallbackInfo& info) {
                                 },
                                 link);
   gWaitThreads.fetch_add(1, std::memory_order_relaxed);
+  try {
   std::thread([w, tsfn, link]() mutable {
     w->result = WaitOn(w->word, w->expected, w->timeout, &w->err);
     {
@@ -169,6 +171,15 @@ Napi::Value FutexWaitAsync(const Napi::CallbackInfo& info) {
     link->Drop();
     gWaitThreads.fetch_sub(1, std::memory_order_release);
   }).detach();
+  } catch (const std::system_error& e) {
+    // No thread (out of threads or memory): undo what the thread would have let go of.
+    gWaitThreads.fetch_sub(1, std::memory_order_release);
+    tsfn.Release();  // its finalizer drops the TSFN's share of the link
+    link->Drop();    // and this is the thread's share
+    MappingRelease(m);
+    w->deferred.Reject(ErrnoError(info.Env(), e.code().value(), "futexWaitAsync (starting its thread)").Value());
+    delete w;
+  }
   return promise;
 }
 

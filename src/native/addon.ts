@@ -2,7 +2,7 @@
 // src/sharing and src/transport check their arguments before calling in.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { AddonError } from '../errors.js';
 
 /** An mmap of a segment, opaque to JS. See NOTE [Mapping lifetime] in native/mapping.cc. */
@@ -89,7 +89,13 @@ export const ADDON_ENV = 'TENSORPROC_ADDON';
 
 function candidates(): string[] {
   const own = process.env[ADDON_ENV];
-  if (own) return [own];
+  if (own) {
+    // Absolute, for dlopen (a bare name would be searched on the library path) and for the
+    // children and the manager that inherit it (the manager runs in /).
+    const path = resolve(own);
+    process.env[ADDON_ENV] = path;
+    return [path];
+  }
   // dist/src/native/addon.js -> package root is three levels up; src/native/addon.ts under
   // a TypeScript loader -> two levels up.
   const here = dirname(fileURLToPath(import.meta.url));

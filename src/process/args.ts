@@ -11,7 +11,8 @@
 // process may close a kept descriptor of a received segment at any moment (NOTE [Kept
 // descriptors]), and the number could then name another file by the time a child takes it.
 // spawn closes its duplicates once the children have theirs: a process child when it has
-// been started, a thread child (which duplicates the numbers when it decodes) when it exits.
+// been started, a thread child (which duplicates the numbers when it decodes them) when it
+// says it has (ArgsTakenMessage), or exits.
 // The arguments are one message of the transport (src/transport, NOTE [Frames]): tensors,
 // queues, pipe ends and events travel as they do in a queue, refused values are named by
 // path (`args[1].fn`) before anything is taken. One encoding serves every child: `copies`

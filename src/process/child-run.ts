@@ -24,6 +24,7 @@ export async function runTarget(
   report: (message: ErrorMessage) => void,
   load: Loader = (url) => import(url),
   onLoaded: () => void = () => {},
+  onArgs: () => void = () => {},
 ): Promise<void> {
   let reported = false;
   const fail = (e: unknown): void => {
@@ -44,7 +45,13 @@ export async function runTarget(
     onLoaded();
     const fn = ns[start.exportName];
     if (typeof fn !== 'function') throw new TypeError(`${start.module} export '${start.exportName}' is not a function in the child`);
-    await fn(start.index, ...(await decodeArgs(start.args, fds)));
+    let args: unknown[];
+    try {
+      args = await decodeArgs(start.args, fds);
+    } finally {
+      onArgs(); // a thread child has its own descriptors now (NOTE [Spawn arguments])
+    }
+    await fn(start.index, ...args);
   } catch (e) {
     fail(e);
   }

@@ -30,4 +30,5 @@ await runTarget(
   },
   load,
   () => parentPort!.postMessage({ kind: 'loaded' }),
+  () => parentPort!.postMessage({ kind: 'args' }),
 );

@@ -56,8 +56,13 @@ export interface LoadedMessage {
   kind: 'loaded';
 }
 
+/** Thread child -> parent: it has decoded its arguments, with descriptors of its own (NOTE [Spawn arguments]). */
+export interface ArgsTakenMessage {
+  kind: 'args';
+}
+
 export type ParentMessage = StartMessage;
-export type ChildMessage = ErrorMessage | LoadedMessage;
+export type ChildMessage = ErrorMessage | LoadedMessage | ArgsTakenMessage;
 
 export const CONTROL_FD = 3;
 const FRAME_BYTES = 32 * 1024;

@@ -11,6 +11,7 @@ import type { StartMessage, StartMethod } from './messages.js';
 import { ProcessChild } from './process-child.js';
 import { resolveTarget, type Target } from './target.js';
 import { ThreadChild } from './thread-child.js';
+import { isMainThread } from 'node:worker_threads';
 
 export interface SpawnOptions {
   /** Passed after the index: fn(i, ...args). Structured-clonable values and tensorproc objects. */
@@ -101,10 +102,10 @@ async function launch(
   const { url, exportName } = resolved;
 
   const entry = new URL(`./${ENTRIES[startMethod]}${EXT}`, import.meta.url);
-  const execArgv = startMethod === 'spawn' ? childExecArgv() : [];
-  const preload = startMethod === 'thread' ? loaderApiForThreads() : null;
   const onExit = (c: ChildHandle): void => context.onExit(c);
   try {
+    const execArgv = startMethod === 'spawn' ? childExecArgv() : [];
+    const preload = startMethod === 'thread' ? loaderApiForThreads() : null;
     for (let index = 0; index < nprocs; index++) {
       const start: StartMessage = {
         kind: 'start',
@@ -131,7 +132,23 @@ async function launch(
     throw e;
   }
   // NOTE [Spawn arguments]: a process child has its descriptors once started; a thread
-  // child duplicates the numbers when it decodes, so they stay open until it exits.
-  if (startMethod === 'spawn') encoded.release();
-  else void Promise.all(children.map((c) => c.exited)).then(() => encoded.release());
+  // child duplicates the numbers when it decodes them, and says so.
+  if (startMethod === 'spawn') {
+    encoded.release();
+  } else {
+    pendingArgs.add(encoded);
+    void Promise.all(children.map((c) => (c as ThreadChild).argsTaken)).then(() => {
+      pendingArgs.delete(encoded);
+      encoded.release();
+    });
+  }
+}
+
+// Argument descriptors held for thread children still decoding. Threads share the process's
+// descriptor table: a worker thread that spawned them and exits first closes them itself.
+const pendingArgs = new Set<EncodedArgs>();
+if (!isMainThread) {
+  process.on('exit', () => {
+    for (const encoded of pendingArgs) encoded.release();
+  });
 }

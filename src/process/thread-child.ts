@@ -29,6 +29,9 @@ export class ThreadChild extends ChildHandle {
   readonly #worker: Worker;
   #killedWith: NodeJS.Signals | null = null;
   #loaded = false;
+  #argsTaken!: () => void;
+  /** Settles once the thread has its own copies of its argument descriptors, or has exited. */
+  readonly argsTaken = new Promise<void>((resolve) => (this.#argsTaken = resolve));
 
   constructor(
     start: StartMessage,
@@ -43,6 +46,7 @@ export class ThreadChild extends ChildHandle {
     this.pid = worker.threadId;
     worker.on('message', (m: ChildMessage) => {
       if (m?.kind === 'error') this.error ??= m;
+      if (m?.kind === 'args') this.#argsTaken();
       if (m?.kind === 'loaded') {
         this.#loaded = true;
         if (this.#killedWith) void worker.terminate();
@@ -53,7 +57,10 @@ export class ThreadChild extends ChildHandle {
       if (this.error) return;
       this.error = errorMessage(e);
     });
-    worker.once('exit', (code) => this.finish(this.#killedWith ? null : code, this.#killedWith));
+    worker.once('exit', (code) => {
+      this.#argsTaken();
+      this.finish(this.#killedWith ? null : code, this.#killedWith);
+    });
     if (options.daemon) worker.unref();
   }
 

@@ -28,7 +28,9 @@
 // the count to 1 wakes it, NOTE [Reference slots] word 6) for at most what making a new one
 // would cost, then makes one (the rent-or-buy rule: never worse than twice the best choice
 // made knowing when the segment comes back; a consumer's garbage-collection pause of a few ms
-// is then waited out, not paid for with a new segment). Waiting serialises producer and consumer, which only pays when
+// is then waited out, not paid for with a new segment). Each wait in a row that runs out
+// halves the next one's bound, so a consumer that is this very thread (which cannot give the
+// segment back while we block) costs a bounded total. Waiting serialises producer and consumer, which only pays when
 // the fill dwarfs the round trip: hence the size floor. A class whose wait ran out (its
 // consumer keeps what it gets, or is this very thread) is not waited for again until one of
 // its busy segments is seen coming back.
@@ -77,6 +79,9 @@ export class SegmentCache<S = unknown> {
   #lastClass = 0;
   /** Classes whose last wait ran out (NOTE [Waiting for a segment]). */
   #noWait = new Set<number>();
+  /** Waits in a row that ran out, per class: each halves the next wait's bound. */
+  #runOuts = new Map<number, number>();
+  #sinceFullPass = 0;
   /** Counters for tests: segments made, requests that waited for one, waits that ran out. */
   created = 0;
   waited = 0;
@@ -87,7 +92,10 @@ export class SegmentCache<S = unknown> {
     const cls = nbytes === this.#lastBytes ? this.#lastClass : sizeClass(nbytes);
     this.#lastBytes = nbytes;
     this.#lastClass = cls;
-    if (this.#busy.length > 0) this.#promoteOldest();
+    // A full pass now and then even when the class asked for has free segments: others that
+    // came back behind a segment held for long must reach the free lists, where the byte
+    // bound applies. Once per as many requests as there are busy segments: O(1) a request.
+    if (this.#busy.length > 0 && !this.#promoteOldest() && ++this.#sinceFullPass >= this.#busy.length) this.#promoteBusy();
     let list = this.#free[strategy].get(cls);
     if ((list === undefined || list.length === 0) && this.#busy.length > 0) {
       this.#promoteBusy();
@@ -112,12 +120,15 @@ export class SegmentCache<S = unknown> {
     const i = busy.findIndex((e) => e.segment.capacity === cls && e.segment.strategy === strategy && e.checkBuffers !== true);
     if (i < 0) return null;
     const entry = busy[i]!;
-    if (!entry.segment.waitFree(waitBoundMs(cls))) {
+    const runOuts = this.#runOuts.get(cls) ?? 0;
+    if (!entry.segment.waitFree(waitBoundMs(cls) / 2 ** runOuts)) {
       this.#noWait.add(cls);
+      this.#runOuts.set(cls, Math.min(runOuts + 1, 30));
       this.waitsRunOut++;
       return null;
     }
     busy.splice(i, 1); // waitFree blocked this thread: nothing moved in the list meanwhile
+    this.#runOuts.delete(cls);
     this.waited++;
     return entry;
   }
@@ -153,6 +164,7 @@ export class SegmentCache<S = unknown> {
     for (const e of this.#busy) e.segment.drop();
     this.#busy = [];
     this.#noWait.clear(); // nothing of any class is in flight from here any more
+    this.#runOuts.clear();
   }
 
   get freeBytes(): number {
@@ -173,12 +185,14 @@ export class SegmentCache<S = unknown> {
    * first that is not. Segments usually come back in the order they were sent (one consumer,
    * or several taking turns), so this finds what came back at the cost of one look more, where
    * a full pass would look at every segment in flight (a queue's maxsize of them) per request.
+   * True when no busy segment is left.
    */
-  #promoteOldest(): void {
+  #promoteOldest(): boolean {
     const busy = this.#busy;
     let n = 0;
     while (n < busy.length && this.#isFree(busy[n]!)) this.#promote(busy[n++]!);
     if (n > 0) busy.splice(0, n);
+    return busy.length === 0;
   }
 
   #promote(entry: CacheEntry<S>): void {
@@ -192,6 +206,7 @@ export class SegmentCache<S = unknown> {
    * segments came back out of order).
    */
   #promoteBusy(): void {
+    this.#sinceFullPass = 0;
     let kept = 0;
     const busy = this.#busy;
     for (let i = 0; i < busy.length; i++) {

@@ -16,8 +16,12 @@ import {
   ProcessException,
   ProcessRaisedException,
   ProcessExitedException,
+  Pipe,
+  PipeClosedError,
+  Event as MpEvent,
   type StartMethod,
 } from '../../src/index.js';
+import { isCoded } from '../helpers/errors.js';
 
 // libuv opens one inotify descriptor per event loop on the first fs.watch and keeps it for
 // life: open it before the leak check takes its snapshot, or it reads as a leak.
@@ -62,6 +66,22 @@ for (const startMethod of methods) {
   describe(`startMethod '${startMethod}'`, () => {
     it('success', TIMEOUT, async () => {
       await startProcesses(target('success'), { nprocs: 2, startMethod });
+    });
+
+    it('a pipe end given to a child and closed there is closed for the other end while the child runs', TIMEOUT, async () => {
+      // spawn keeps copies of argument descriptors only until the child has its own (NOTE [Spawn arguments]).
+      const [a, b] = Pipe();
+      const done = new MpEvent();
+      const ctx = startProcesses(target('closeEndThenWait'), { args: [b, done], join: false, startMethod });
+      try {
+        b.close(); // this process's copy
+        await assert.rejects(a.recv(), isCoded(PipeClosedError, 'ERR_TP_PIPE_CLOSED'));
+      } finally {
+        done.set();
+        while (!(await ctx.join()));
+        a.close();
+        done.close();
+      }
     });
 
     it('success, non-blocking', TIMEOUT, async () => {

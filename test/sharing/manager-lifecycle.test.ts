@@ -52,14 +52,15 @@ test('processes starting the manager at once end up with one manager', async () 
 
 test('choosing file_system starts a manager before the first segment', async () => {
   const d = newDir();
-  // The holder calls setSharingStrategy('file_system') as it loads, and makes no segment.
-  const a = holder({ env: env(d) });
+  // The holder calls setSharingStrategy('file_system') as it loads, and makes no segment. The
+  // manager waits longer than the file's 300 ms before stopping, so that a slow poll still sees it.
+  const a = holder({ env: { ...env(d), TENSORPROC_MANAGER_IDLE_MS: '3000' } });
   await waitFor(() => existsSync(socketPath(d)));
   const { manager } = await ask(a, { cmd: 'ready' });
   managers.add(manager);
   a.send({ cmd: 'exit' });
   await a.exited;
-  await waitFor(() => !alive(manager));
+  await waitFor(() => !alive(manager), 20_000);
 });
 
 test('the manager stops by itself once its users are gone', async () => {

@@ -106,12 +106,22 @@ export class ManagerClient {
     const dir = managerDir();
     if (checkDir(dir) !== null || existsSync(socketPath(dir))) return;
     try {
-      startServer(dir).once('error', () => {}); // the first segment will try again, and warn
+      const child = startServer(dir);
+      // The first segment, if it comes before this manager listens, waits for it rather than
+      // starting another (#connect).
+      const started = { child, dir, gone: false };
+      const gone = (): void => {
+        started.gone = true;
+      };
+      child.once('exit', gone);
+      child.once('error', gone); // the first segment will try again, and warn
+      this.#prestarted = started;
     } catch {
       // as above
     }
   }
   #prestartedAt = -Infinity;
+  #prestarted: { child: ChildProcess; dir: string; gone: boolean } | null = null;
 
   /** Datagrams sent to managers so far (diagnostics, tests). */
   get messagesSent(): number {
@@ -230,8 +240,16 @@ export class ManagerClient {
     }
     const path = socketPath(dir);
     const deadline = Date.now() + START_TIMEOUT_MS;
-    let server: ChildProcess | null = null;
-    let serverGone = false;
+    // A manager prestart() began a moment ago, for this directory, counts as ours.
+    const pre = this.#prestarted;
+    this.#prestarted = null;
+    const fresh = pre !== null && pre.dir === dir && Date.now() - this.#prestartedAt < START_TIMEOUT_MS;
+    let server: ChildProcess | null = fresh ? pre.child : null;
+    let serverGone = fresh ? pre.gone : false;
+    if (fresh && !serverGone) {
+      pre.child.once('exit', () => (serverGone = true));
+      pre.child.once('error', () => (serverGone = true));
+    }
     let spawns = 0;
     let delay = 1;
     let fd = -1;
