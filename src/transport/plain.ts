@@ -293,7 +293,11 @@ let srcView: DataView = outView;
 let srcText: Codecs = outText;
 let pos = 0;
 let end = 0;
-let imported: Storage[] = [];
+// The table of the frame being decoded, reused from one to the next: its handles and
+// descriptor indices, then the storages they became.
+const tableHandles: StorageHandle[] = [];
+const tableFds: number[] = [];
+const imported: Storage[] = [];
 // Per descriptor of the datagram being decoded: unused, claimed by a table entry, or taken by
 // importStorage(); all but the taken are closed at the end.
 const FD_UNUSED = 0, FD_CLAIMED = 1, FD_TAKEN = 2;
@@ -327,9 +331,9 @@ export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: nu
     // The table: every entry read and checked before anything is imported.
     pos = tableAt;
     end = bytes.length;
-    const entries = readTable(count, state);
+    readTable(count, state);
     if (pos !== end) throw new FrameDecodeError('A received message has bytes after its table.');
-    imported = importAll(entries, fds, first, state);
+    importAll(fds, first, state);
     // The tree: storages imported already are dropped with it if it does not parse, and the
     // collector gives them back (NOTE [Lease buffers and the finalizer]).
     pos = HEAD;
@@ -338,7 +342,9 @@ export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: nu
     if (pos !== end) throw new FrameDecodeError('A received message has bytes after its value.');
     return value;
   } finally {
-    imported = [];
+    tableHandles.length = 0;
+    tableFds.length = 0;
+    imported.length = 0;
     for (let i = 0; i < count; i++) {
       if (state[i] === FD_TAKEN) continue;
       try {
@@ -350,11 +356,10 @@ export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: nu
   }
 }
 
-function readTable(count: number, state: Uint8Array): { handle: StorageHandle; fdIndex: number }[] {
+function readTable(count: number, state: Uint8Array): void {
   need(2);
   const n = srcView.getUint16(src.byteOffset + pos, true);
   pos += 2;
-  const entries: { handle: StorageHandle; fdIndex: number }[] = [];
   for (let k = 0; k < n; k++) {
     need(ENTRY);
     const at0 = src.byteOffset + pos;
@@ -373,32 +378,32 @@ function readTable(count: number, state: Uint8Array): { handle: StorageHandle; f
       }
       state[fdIndex] = FD_CLAIMED;
     }
-    entries.push({ handle, fdIndex });
+    tableHandles.push(handle);
+    tableFds.push(fdIndex);
   }
-  return entries;
 }
 
 /**
  * Imports every entry. After a failure the rest are imported and dropped all the same, so that
  * their references in flight are adopted (and given back by the collector), then it throws.
  */
-function importAll(entries: { handle: StorageHandle; fdIndex: number }[], fds: ArrayLike<number>, first: number, state: Uint8Array): Storage[] {
-  const result: Storage[] = [];
+function importAll(fds: ArrayLike<number>, first: number, state: Uint8Array): void {
   let failure: unknown = null;
-  for (const { handle, fdIndex } of entries) {
+  for (let k = 0; k < tableHandles.length; k++) {
+    const handle = tableHandles[k]!;
+    const fdIndex = tableFds[k]!;
     let fd: number | null = null;
     if (handle.strategy === 'file_descriptor') {
       state[fdIndex] = FD_TAKEN;
       fd = fds[first + fdIndex]!;
     }
     try {
-      result.push(importStorage(handle, fd)); // takes fd, whatever happens
+      imported.push(importStorage(handle, fd)); // takes fd, whatever happens
     } catch (e) {
       failure ??= e;
     }
   }
   if (failure !== null) throw failure;
-  return result;
 }
 
 function read(depth: number): unknown {
