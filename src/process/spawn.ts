@@ -124,7 +124,11 @@ async function launch(
       );
     }
   } catch (e) {
-    // Could not start them all (out of descriptors, say): leave nothing running.
+    // Could not start them all (out of descriptors, say): leave nothing running. With none
+    // started, every copy's reference is taken back. Known gap: when some had started, the
+    // references of the copies that never started (and of killed children that had not yet
+    // adopted theirs) stay counted; a memfd's segment then never recycles, and a named one
+    // is left to the manager's grace rule (NOTE [The file_system manager]).
     if (children.length === 0) encoded.abandon();
     for (const c of children) c.kill('SIGKILL');
     await Promise.all(children.map((c) => c.exited));
