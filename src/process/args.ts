@@ -53,9 +53,21 @@ export async function decodeArgs(bytes: Uint8Array, fds: readonly number[]): Pro
     // reductions registered, and the target may not have imported tensorproc itself.
     const { decodeMessage } = await import('../transport/index.js');
     await import('../index.js');
-    const own = isMainThread ? fds.slice() : fds.map((fd) => addon.dup(fd));
+    const own = isMainThread ? fds.slice() : dupAll(fds);
     args = decodeMessage(bytes.subarray(1), own);
   }
   if (!Array.isArray(args)) throw new TypeError('The spawn arguments did not decode to an array.');
   return args;
+}
+
+/** Duplicates of `fds`; none is left open if one cannot be made. */
+function dupAll(fds: readonly number[]): number[] {
+  const out: number[] = [];
+  try {
+    for (const fd of fds) out.push(addon.dup(fd));
+  } catch (e) {
+    for (const fd of out) addon.close(fd);
+    throw e;
+  }
+  return out;
 }

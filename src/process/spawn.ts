@@ -150,6 +150,7 @@ async function launch(
 
 // Argument descriptors held for thread children still decoding. Threads share the process's
 // descriptor table: a worker thread that spawned them and exits first closes them itself.
+// (Known gap: a worker ended by terminate() runs no 'exit' handler, and leaves them open.)
 const pendingArgs = new Set<EncodedArgs>();
 if (!isMainThread) {
   process.on('exit', () => {

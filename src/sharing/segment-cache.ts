@@ -29,8 +29,10 @@
 // would cost, then makes one (the rent-or-buy rule: never worse than twice the best choice
 // made knowing when the segment comes back; a consumer's garbage-collection pause of a few ms
 // is then waited out, not paid for with a new segment). Each wait in a row that runs out
-// halves the next one's bound, so a consumer that is this very thread (which cannot give the
-// segment back while we block) costs a bounded total. Waiting serialises producer and consumer, which only pays when
+// halves the next one's bound, for a second from the first of them: a consumer that is this
+// very thread (which cannot give the segment back while we block) then costs at most twice
+// the bound a second, and a consumer that was slow once soon gets the full bound back.
+// Waiting serialises producer and consumer, which only pays when
 // the fill dwarfs the round trip: hence the size floor. A class whose wait ran out (its
 // consumer keeps what it gets, or is this very thread) is not waited for again until one of
 // its busy segments is seen coming back.
@@ -42,6 +44,8 @@ const DEFAULT_MAX_BYTES = 512 * 2 ** 20;
 const MAX_BUSY = 1024;
 /** Classes from this size wait for a busy segment (NOTE [Waiting for a segment]). */
 const WAIT_MIN_BYTES = 4 * 2 ** 20;
+/** How long waits that ran out in a row keep shortening the next ones (NOTE [Waiting for a segment]). */
+const RUN_OUT_WINDOW_MS = 1000;
 /** What a fresh page costs (zeroing and fault), measured on the project's VMs: the wait's bound. */
 const FRESH_PAGE_US = 1.7;
 
@@ -79,8 +83,8 @@ export class SegmentCache<S = unknown> {
   #lastClass = 0;
   /** Classes whose last wait ran out (NOTE [Waiting for a segment]). */
   #noWait = new Set<number>();
-  /** Waits in a row that ran out, per class: each halves the next wait's bound. */
-  #runOuts = new Map<number, number>();
+  /** Waits in a row that ran out, per class, since when: each halves the next wait's bound, for RUN_OUT_WINDOW_MS. */
+  #runOuts = new Map<number, { count: number; since: number }>();
   #sinceFullPass = 0;
   /** Counters for tests: segments made, requests that waited for one, waits that ran out. */
   created = 0;
@@ -120,10 +124,16 @@ export class SegmentCache<S = unknown> {
     const i = busy.findIndex((e) => e.segment.capacity === cls && e.segment.strategy === strategy && e.checkBuffers !== true);
     if (i < 0) return null;
     const entry = busy[i]!;
-    const runOuts = this.#runOuts.get(cls) ?? 0;
-    if (!entry.segment.waitFree(waitBoundMs(cls) / 2 ** runOuts)) {
+    const now = performance.now();
+    let streak = this.#runOuts.get(cls);
+    if (streak !== undefined && now - streak.since > RUN_OUT_WINDOW_MS) {
+      this.#runOuts.delete(cls);
+      streak = undefined;
+    }
+    if (!entry.segment.waitFree(waitBoundMs(cls) / 2 ** (streak?.count ?? 0))) {
       this.#noWait.add(cls);
-      this.#runOuts.set(cls, Math.min(runOuts + 1, 30));
+      if (streak === undefined) this.#runOuts.set(cls, { count: 1, since: now });
+      else streak.count = Math.min(streak.count + 1, 30);
       this.waitsRunOut++;
       return null;
     }

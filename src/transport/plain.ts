@@ -14,6 +14,8 @@
 // clone keeps the sharing); an array with holes, hidden elements or extra properties; more
 // than MAX_NODES objects, MAX_DEPTH levels, MAX_ITEMS entries in one container, or INLINE_MAX
 // bytes. It also gives up when entered again while it writes (a getter that sends a message).
+// A getter read before the encoder gives up is read again by the VALUE path (which itself
+// reads getters twice: its walk, then the serializer).
 // Known gap: a built-in object whose prototype was replaced by Object.prototype or null (a
 // Map made to look plain) travels as the plain object it looks like.
 // Storages: the walk only notes each distinct storage; once it has succeeded, each is exported

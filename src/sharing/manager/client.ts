@@ -109,7 +109,7 @@ export class ManagerClient {
       const child = startServer(dir);
       // The first segment, if it comes before this manager listens, waits for it rather than
       // starting another (#connect).
-      const started = { child, dir, gone: false };
+      const started = { child, dir, at: Date.now(), gone: false };
       const gone = (): void => {
         started.gone = true;
       };
@@ -121,7 +121,7 @@ export class ManagerClient {
     }
   }
   #prestartedAt = -Infinity;
-  #prestarted: { child: ChildProcess; dir: string; gone: boolean } | null = null;
+  #prestarted: { child: ChildProcess; dir: string; at: number; gone: boolean } | null = null;
 
   /** Datagrams sent to managers so far (diagnostics, tests). */
   get messagesSent(): number {
@@ -243,7 +243,7 @@ export class ManagerClient {
     // A manager prestart() began a moment ago, for this directory, counts as ours.
     const pre = this.#prestarted;
     this.#prestarted = null;
-    const fresh = pre !== null && pre.dir === dir && Date.now() - this.#prestartedAt < START_TIMEOUT_MS;
+    const fresh = pre !== null && pre.dir === dir && Date.now() - pre.at < START_TIMEOUT_MS;
     let server: ChildProcess | null = fresh ? pre.child : null;
     let serverGone = fresh ? pre.gone : false;
     if (fresh && !serverGone) {
