@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const BENCHES = ['alloc', 'spawn', 'queue'];
+const BENCHES = ['alloc', 'messages', 'spawn', 'queue'];
 const chosen = process.argv.length > 2 ? process.argv.slice(2) : BENCHES;
 let failed = 0;
 for (const name of chosen) {

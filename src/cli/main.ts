@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 const USAGE = `usage: tensorproc <command>
 
   bench [name..]  the yardstick, side by side with the anchors when they are found (alloc,
-                  spawn, queue; all by default), printed as markdown tables
+                  messages, spawn, queue; all by default), printed as markdown tables
   doctor          what this machine allows: strategies, /dev/shm, memory, open-file limit, addon
   shm ls          this user's named segments in /dev/shm, their holders, and which are orphaned
   shm clean       remove the orphaned ones (every holder dead); --all removes every one of yours

@@ -27,7 +27,7 @@ test('bench runs the benches by name and refuses an unknown one', () => {
   // The benches themselves take minutes (npm run bench); this checks the command reaches them.
   const r = run('bench', 'nope');
   assert.equal(r.status, 1);
-  assert.match(r.stderr, /no bench named nope \(have: alloc, spawn, queue\)/);
+  assert.match(r.stderr, /no bench named nope \(have: alloc, messages, spawn, queue\)/);
 });
 
 test('a missing or broken addon is a failed check and a message, not a crash', () => {
