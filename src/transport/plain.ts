@@ -75,13 +75,9 @@ const storages: Storage[] = [];
 const NO_FDS = new Int32Array(0);
 const NOTHING_TO_UNDO = (): void => {};
 
-/** Thrown inside the walk to give the message to the VALUE path. */
+/** Thrown inside writeTable() to give the message to the VALUE path (a name too long to list). */
 const GIVE_UP: unique symbol = Symbol('not plain');
 
-/** The tree leaves room for the table's count. */
-function room(n: number): void {
-  if (at + n > INLINE_MAX - 2) throw GIVE_UP;
-}
 
 /**
  * The PLAIN frame of `value`, or null when it is not one (NOTE [Plain frames]); then nothing
@@ -96,12 +92,7 @@ export function encodePlain(value: unknown): Frame | null {
   seen.length = 0;
   storages.length = 0;
   try {
-    try {
-      write(value, 0);
-    } catch (e) {
-      if (e === GIVE_UP) return null;
-      throw e;
-    }
+    if (!write(value, 0)) return null;
     out[0] = KIND_PLAIN;
     out[1] = FRAME_VERSION;
     outView.setUint32(2, at, true);
@@ -159,125 +150,120 @@ function writeTable(): Frame | null {
   return finish(Int32Array.from(fds), undo);
 }
 
-function write(v: unknown, depth: number): void {
+// The walk returns false to give the message to the VALUE path (no exception: giving up is
+// the usual case for a VALUE message, and a throw costs more than the walk).
+
+function room(n: number): boolean {
+  return at + n <= INLINE_MAX - 2; // the tree leaves room for the table's count
+}
+
+function write(v: unknown, depth: number): boolean {
   switch (typeof v) {
     case 'number':
       // -0 is not an int32: it goes as a float64, which keeps its sign.
       if ((v | 0) === v && (v !== 0 || 1 / v > 0)) {
-        room(5);
+        if (!room(5)) return false;
         out[at] = T_INT;
         outView.setInt32(at + 1, v, true);
         at += 5;
       } else {
-        room(9);
+        if (!room(9)) return false;
         out[at] = T_FLOAT;
         outView.setFloat64(at + 1, v, true);
         at += 9;
       }
-      return;
+      return true;
     case 'string':
-      room(1);
+      if (!room(1)) return false;
       out[at++] = T_STRING;
-      writeString(v);
-      return;
+      return writeString(v);
     case 'boolean':
-      room(1);
+      if (!room(1)) return false;
       out[at++] = v ? T_TRUE : T_FALSE;
-      return;
+      return true;
     case 'undefined':
-      room(1);
+      if (!room(1)) return false;
       out[at++] = T_UNDEFINED;
-      return;
+      return true;
     case 'object':
-      if (v === null) {
-        room(1);
-        out[at++] = T_NULL;
-      } else {
-        writeObject(v, depth);
-      }
-      return;
+      if (v !== null) return writeObject(v, depth);
+      if (!room(1)) return false;
+      out[at++] = T_NULL;
+      return true;
     default:
       // bigint: the VALUE path carries it; a symbol or function: it refuses it, naming where.
-      throw GIVE_UP;
+      return false;
   }
 }
 
-function writeString(s: string): void {
+function writeString(s: string): boolean {
   const n = s.length;
-  room(4 + 2 * n);
+  if (!room(4 + 2 * n)) return false;
   outView.setUint32(at, n, true);
   at += 4;
   at += outText.ucs2Write(s, at, 2 * n);
+  return true;
 }
 
-function writeObject(v: object, depth: number): void {
-  if (++nodes > MAX_NODES || depth >= MAX_DEPTH) throw GIVE_UP;
-  for (let i = 0; i < seen.length; i++) if (seen[i] === v) throw GIVE_UP;
+function writeObject(v: object, depth: number): boolean {
+  if (++nodes > MAX_NODES || depth >= MAX_DEPTH) return false;
+  for (let i = 0; i < seen.length; i++) if (seen[i] === v) return false;
   seen.push(v);
-  if (types.isProxy(v)) throw GIVE_UP;
+  if (types.isProxy(v)) return false;
   const proto = Object.getPrototypeOf(v);
-  if (Array.isArray(v)) {
-    if (proto !== Array.prototype) throw GIVE_UP;
-    writeArray(v, depth);
-    return;
-  }
+  if (Array.isArray(v)) return proto === Array.prototype && writeArray(v, depth);
   if (proto === Object.prototype ? !types.isArgumentsObject(v) : proto === null && !types.isModuleNamespaceObject(v)) {
-    writePlainObject(v as Record<string, unknown>, depth);
-    return;
+    return writePlainObject(v as Record<string, unknown>, depth);
   }
-  if (proto === Tensor.prototype) {
-    writeTensor(v as Tensor);
-    return;
-  }
-  throw GIVE_UP;
+  return proto === Tensor.prototype && writeTensor(v as Tensor);
 }
 
-function writeArray(a: unknown[], depth: number): void {
+function writeArray(a: unknown[], depth: number): boolean {
   const n = a.length;
-  if (n > MAX_ITEMS) throw GIVE_UP;
+  if (n > MAX_ITEMS) return false;
   // Index keys come first, ascending: n keys ending with n-1 are exactly 0…n-1, all own and
   // enumerable (no hole, no hidden element), and no other property.
   const keys = Object.keys(a);
-  if (keys.length !== n || (n > 0 && keys[n - 1] !== String(n - 1))) throw GIVE_UP;
-  room(5);
+  if (keys.length !== n || (n > 0 && keys[n - 1] !== String(n - 1))) return false;
+  if (!room(5)) return false;
   out[at] = T_ARRAY;
   outView.setUint32(at + 1, n, true);
   at += 5;
   for (let i = 0; i < n; i++) {
     const x = a[i];
-    if (x === undefined && !Object.hasOwn(a, i)) throw GIVE_UP; // deleted by a getter meanwhile
-    write(x, depth + 1);
+    if (x === undefined && !Object.hasOwn(a, i)) return false; // deleted by a getter meanwhile
+    if (!write(x, depth + 1)) return false;
   }
+  return true;
 }
 
-function writePlainObject(o: Record<string, unknown>, depth: number): void {
+function writePlainObject(o: Record<string, unknown>, depth: number): boolean {
   const keys = Object.keys(o);
-  if (keys.length > MAX_ITEMS) throw GIVE_UP;
-  room(5);
+  if (keys.length > MAX_ITEMS || !room(5)) return false;
   out[at] = T_OBJECT;
   outView.setUint32(at + 1, keys.length, true);
   at += 5;
   for (const k of keys) {
     const x = o[k];
     // A property deleted by a getter meanwhile: structured clone skips it.
-    if ((x === undefined || k === '__proto__') && !Object.hasOwn(o, k)) throw GIVE_UP;
-    writeString(k);
-    write(x, depth + 1);
+    if ((x === undefined || k === '__proto__') && !Object.hasOwn(o, k)) return false;
+    if (!writeString(k) || !write(x, depth + 1)) return false;
   }
+  return true;
 }
 
-function writeTensor(t: Tensor): void {
+function writeTensor(t: Tensor): boolean {
   const ndim = t.shape.length;
   // A released tensor: the VALUE path refuses it with its own error.
-  if (ndim > MAX_NDIM || t.storage.isReleased()) throw GIVE_UP;
+  if (ndim > MAX_NDIM || t.storage.isReleased()) return false;
   let index = storages.indexOf(t.storage);
   if (index < 0) {
     // The VALUE path keeps one descriptor for a spill, and refuses more, with its own error.
-    if (storages.length >= MAX_FDS - 1) throw GIVE_UP;
+    if (storages.length >= MAX_FDS - 1) return false;
     index = storages.length;
     storages.push(t.storage);
   }
-  room(13 + 16 * ndim);
+  if (!room(13 + 16 * ndim)) return false;
   out[at] = T_TENSOR;
   out[at + 1] = DTYPE_CODE.get(t.dtype)!;
   out[at + 2] = ndim;
@@ -286,6 +272,7 @@ function writeTensor(t: Tensor): void {
   at += 13;
   for (let i = 0; i < ndim; i++, at += 8) outView.setFloat64(at, t.shape[i]!, true);
   for (let i = 0; i < ndim; i++, at += 8) outView.setFloat64(at, t.stride[i]!, true);
+  return true;
 }
 
 // --- decoding ---------------------------------------------------------------------------

@@ -28,22 +28,66 @@ if (typeof FinalizationRegistry === 'function') REFUSED.push([FinalizationRegist
 
 const PLAIN_KEY = /^[A-Za-z_$][\w$]*$/;
 
+// Where the walk is, as a stack of steps from the root, turned into a path (`batch.meta.fn`)
+// only when something is refused: building the string at every step was most of the walk.
+const AT_INDEX = 0, AT_KEY = 1, AT_MAP_KEY = 2, AT_MAP_VALUE = 3, AT_SET = 4;
+
 class Walker {
   readonly objects: object[] = [];
   readonly #index = new Map<object, number>();
   readonly #done = new Map<object, unknown>();
   readonly #active = new Set<object>();
+  readonly #steps: number[] = [];
+  readonly #at: unknown[] = [];
   /** A container was met again while being walked (a cycle). */
   cyclic = false;
   dirty = false;
 
-  constructor(readonly copyAll: boolean) {}
+  constructor(readonly copyAll: boolean, readonly root: string) {}
 
-  visit(value: unknown, path: string): unknown {
+  #path(): string {
+    let p = this.root;
+    for (let i = 0; i < this.#steps.length; i++) {
+      const at = this.#at[i];
+      switch (this.#steps[i]) {
+        case AT_INDEX:
+          p += `[${at as number}]`;
+          break;
+        case AT_KEY:
+          p += PLAIN_KEY.test(at as string) ? `.${at as string}` : `[${JSON.stringify(at)}]`;
+          break;
+        case AT_MAP_KEY:
+          p += `.keys()[${at as number}]`;
+          break;
+        case AT_MAP_VALUE:
+          p += `.get(${describeKey(at)})`;
+          break;
+        default:
+          p += `.values()[${at as number}]`;
+      }
+    }
+    return p;
+  }
+
+  #fail(what: string): never {
+    fail(this.#path(), what);
+  }
+
+  /** Visits a child at `at` (a refusal stops the walk, so the steps need no undoing then). */
+  #child(step: number, at: unknown, value: unknown): unknown {
+    this.#steps.push(step);
+    this.#at.push(at);
+    const out = this.visit(value);
+    this.#steps.pop();
+    this.#at.pop();
+    return out;
+  }
+
+  visit(value: unknown): unknown {
     const type = typeof value;
     if (type !== 'object') {
-      if (type === 'function') fail(path, 'a function');
-      if (type === 'symbol') fail(path, 'a symbol');
+      if (type === 'function') this.#fail('a function');
+      if (type === 'symbol') this.#fail('a symbol');
       return value;
     }
     if (value === null) return value;
@@ -65,17 +109,17 @@ class Walker {
       return marker(k);
     }
     if (ArrayBuffer.isView(obj)) {
-      if (obj.buffer instanceof SharedArrayBuffer) fail(path, 'a view of a SharedArrayBuffer (use a shared tensor instead)');
+      if (obj.buffer instanceof SharedArrayBuffer) this.#fail('a view of a SharedArrayBuffer (use a shared tensor instead)');
       return this.#leaf(obj);
     }
-    if (types.isProxy(obj)) fail(path, 'a Proxy');
-    for (const [C, what] of REFUSED) if (obj instanceof C) fail(path, what);
+    if (types.isProxy(obj)) this.#fail('a Proxy');
+    for (const [C, what] of REFUSED) if (obj instanceof C) this.#fail(what);
     for (const C of LEAVES) if (obj instanceof C) return this.#leaf(obj);
     this.#active.add(obj);
-    const out = Array.isArray(obj) ? this.#array(obj, path)
-      : obj instanceof Map ? this.#map(obj, path)
-      : obj instanceof Set ? this.#set(obj, path)
-      : this.#object(obj as Record<string, unknown>, path);
+    const out = Array.isArray(obj) ? this.#array(obj)
+      : obj instanceof Map ? this.#map(obj)
+      : obj instanceof Set ? this.#set(obj)
+      : this.#object(obj as Record<string, unknown>);
     this.#active.delete(obj);
     this.#done.set(obj, out);
     return out;
@@ -88,25 +132,25 @@ class Walker {
 
   // Each container: children first; a copy is made at the first child that changed (or at
   // once in copyAll mode, so that a cycle back to it finds the copy: see prepare()).
-  #array(a: unknown[], path: string): unknown[] {
+  #array(a: unknown[]): unknown[] {
     let out: unknown[] | null = this.copyAll ? new Array(a.length) : null;
     if (out !== null) this.#done.set(a, out);
     for (let i = 0; i < a.length; i++) {
       const v = a[i];
-      const w = this.visit(v, `${path}[${i}]`);
+      const w = this.#child(AT_INDEX, i, v);
       if (out === null && w !== v) out = a.slice(0, i);
       if (out !== null) out[i] = w;
     }
     return out ?? a;
   }
 
-  #map(m: Map<unknown, unknown>, path: string): Map<unknown, unknown> {
+  #map(m: Map<unknown, unknown>): Map<unknown, unknown> {
     let out: Map<unknown, unknown> | null = this.copyAll ? new Map() : null;
     if (out !== null) this.#done.set(m, out);
     let i = 0;
     for (const [k, v] of m) {
-      const k2 = this.visit(k, `${path}.keys()[${i}]`);
-      const v2 = this.visit(v, `${path}.get(${describeKey(k)})`);
+      const k2 = this.#child(AT_MAP_KEY, i, k);
+      const v2 = this.#child(AT_MAP_VALUE, k, v);
       if (out === null && (k2 !== k || v2 !== v)) {
         out = new Map();
         let j = 0;
@@ -121,12 +165,12 @@ class Walker {
     return out ?? m;
   }
 
-  #set(s: Set<unknown>, path: string): Set<unknown> {
+  #set(s: Set<unknown>): Set<unknown> {
     let out: Set<unknown> | null = this.copyAll ? new Set() : null;
     if (out !== null) this.#done.set(s, out);
     let i = 0;
     for (const v of s) {
-      const v2 = this.visit(v, `${path}.values()[${i}]`);
+      const v2 = this.#child(AT_SET, i, v);
       if (out === null && v2 !== v) {
         out = new Set();
         let j = 0;
@@ -141,7 +185,7 @@ class Walker {
     return out ?? s;
   }
 
-  #object(o: Record<string, unknown>, path: string): object {
+  #object(o: Record<string, unknown>): object {
     // Structured clone keeps own enumerable string keys and nothing of the class; so does the copy.
     let out: Record<string, unknown> | null = this.copyAll ? Object.create(null) : null;
     if (out !== null) this.#done.set(o, out);
@@ -149,7 +193,7 @@ class Walker {
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       const v = o[key];
-      const w = this.visit(v, path + (PLAIN_KEY.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`));
+      const w = this.#child(AT_KEY, key, v);
       if (out === null && w !== v) {
         out = Object.create(null) as Record<string, unknown>;
         for (let j = 0; j < i; j++) out[keys[j]!] = o[keys[j]!];
@@ -180,13 +224,13 @@ function fail(rawPath: string, what: string): never {
  * errors ('' for a message, where paths start at its first key: `batch.meta.fn`).
  */
 export function prepare(value: unknown, path = ''): Walked {
-  const w = new Walker(false);
-  const root = w.visit(value, path);
+  const w = new Walker(false, path);
+  const root = w.visit(value);
   if (!w.dirty) return { root: value, objects: w.objects };
   if (!w.cyclic) return { root, objects: w.objects };
   // A cycle may lead back to a container that was copied after the cycle was met, so that
   // the copy would hold the original (and its tensors unreplaced). Rare: walk again,
   // copying every container before its children.
-  const all = new Walker(true);
-  return { root: all.visit(value, path), objects: all.objects };
+  const all = new Walker(true, path);
+  return { root: all.visit(value), objects: all.objects };
 }
