@@ -199,6 +199,47 @@ describe('plain frames (NOTE [Plain frames])', () => {
     assert.deepEqual(Object.keys(roundTrip({ b: 1, a: 2, 10: 'x', 2: 'y' }) as object), ['2', '10', 'b', 'a'], 'key order as structured clone');
   });
 
+  test('random trees arrive as structured clone makes them, by whichever path (property, 2000 cases)', () => {
+    const rand = prng(0x91a1);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+    const strings = ['', 'a', 'key', 'é', '😀', '\ud800', 'a b', '__proto__', '0', '10', 'toString'];
+    const leaf = (): unknown =>
+      pick([() => Math.floor(rand() * 2 ** 32) - 2 ** 31, () => rand() * 1e6, () => -0, () => NaN, () => Infinity, () => pick(strings),
+        () => rand() < 0.5, () => null, () => undefined])();
+    let shared: object | null = null;
+    const tree = (depth: number): unknown => {
+      const r = rand();
+      if (depth > 4 || r < 0.35) return leaf();
+      if (r < 0.4 && shared !== null) return shared; // met twice: structured clone keeps the sharing
+      if (r < 0.7) {
+        const a = Array.from({ length: Math.floor(rand() * 5) }, () => tree(depth + 1));
+        if (rand() < 0.05 && a.length > 1) delete a[0]; // a hole
+        if (rand() < 0.05) Object.assign(a, { extra: 1 });
+        if (rand() < 0.2) shared = a;
+        return a;
+      }
+      const o: Record<string, unknown> = rand() < 0.05 ? Object.create(null) : {};
+      for (let i = Math.floor(rand() * 5); i > 0; i--) {
+        const k = pick(strings);
+        if (k === '__proto__') Object.defineProperty(o, k, { value: tree(depth + 1), enumerable: true, writable: true, configurable: true });
+        else o[k] = tree(depth + 1);
+      }
+      if (rand() < 0.2) shared = o;
+      return o;
+    };
+    const kinds = new Map<number, number>();
+    for (let i = 0; i < 2000; i++) {
+      shared = null;
+      const v = tree(0);
+      const f = encodeMessage(v);
+      kinds.set(f.bytes[0]!, (kinds.get(f.bytes[0]!) ?? 0) + 1);
+      const got = decodeMessage(f.bytes.slice(), []);
+      assert.deepStrictEqual(got, structuredClone(v), `case ${i}: ${inspect(v, { depth: 6 })}`);
+    }
+    // Both paths were exercised.
+    assert.ok((kinds.get(KIND_PLAIN) ?? 0) > 100 && (kinds.get(KIND_VALUE) ?? 0) > 20, inspect(kinds));
+  });
+
   test('tensors inside: shared memory, and two views of one storage arrive over one storage', () => {
     for (const strategy of ['file_descriptor', 'file_system'] as const) {
       mp.setSharingStrategy(strategy);
