@@ -113,8 +113,12 @@ class Walker {
       return this.#leaf(obj);
     }
     if (types.isProxy(obj)) this.#fail('a Proxy');
-    for (const [C, what] of REFUSED) if (obj instanceof C) this.#fail(what);
-    for (const C of LEAVES) if (obj instanceof C) return this.#leaf(obj);
+    // A plain object or array (most of what a message holds) is none of the types below.
+    const proto = Object.getPrototypeOf(obj);
+    if (proto !== Object.prototype && proto !== Array.prototype) {
+      for (const [C, what] of REFUSED) if (obj instanceof C) this.#fail(what);
+      for (const C of LEAVES) if (obj instanceof C) return this.#leaf(obj);
+    }
     this.#active.add(obj);
     const out = Array.isArray(obj) ? this.#array(obj)
       : obj instanceof Map ? this.#map(obj)
