@@ -24,6 +24,7 @@ export class Connection<T = unknown> {
     this.#endpoint = endpoint;
     this.#mode = mode;
     track(this, endpoint);
+    endpoint.setOwner(this); // NOTE [Waiting keeps the owner alive]
     remember(key ?? identityKey(endpoint.recvFd), this);
   }
 

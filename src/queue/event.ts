@@ -8,6 +8,8 @@ import { checkState, remember, identityKey, reuseOrAdopt, track, untrack } from 
 
 const FLAG = 0;
 const WAITERS = 1;
+/** The longest one futex wait of Event.wait() lasts (see there). */
+const SLICE_MS = 1000;
 
 let adopting: { words: SharedWords; key: string } | null = null;
 
@@ -54,17 +56,34 @@ export class Event {
     if (limit === 0) return false;
     const deadline = limit === null ? Infinity : performance.now() + limit;
     Atomics.add(w, WAITERS, 1);
+    this.#waiting++;
     try {
       for (;;) {
         if (Atomics.load(w, FLAG) === 1) return true;
         const left = deadline - performance.now();
         if (left <= 0) return false;
-        // A set() between the load above and the futex call makes it return at once.
-        await this.#state.waitAsync(FLAG, 0, left === Infinity ? null : left);
+        // A set() between the load above and the futex call makes it return at once. The
+        // wait is cut into slices: a futex wait cannot be interrupted from here, and a wait
+        // whose Event is closed must not leave its thread waiting for good.
+        const native = this.#state.waitAsync(FLAG, 0, Math.min(left, SLICE_MS));
+        native.catch(() => {}); // settles after close() too, with nobody left to hear it
+        await Promise.race([native, this.#closedSignal()]);
+        this.#check(); // closed here while waiting: the words may be gone
       }
     } finally {
-      Atomics.sub(w, WAITERS, 1);
+      this.#waiting--;
+      // Not after close(): the words may be unmapped, and close() gave up this process's count.
+      if (!this.#closed) Atomics.sub(w, WAITERS, 1);
     }
+  }
+  #waiting = 0;
+  #onClose: (() => void) | null = null;
+  #closing: Promise<void> | null = null;
+
+  /** Settles when close() is called in this process. */
+  #closedSignal(): Promise<void> {
+    this.#closing ??= new Promise<void>((resolve) => (this.#onClose = resolve));
+    return this.#closing;
   }
 
   /** Frees this process's descriptor and mapping (a pending wait keeps the mapping until it ends). */
@@ -72,6 +91,11 @@ export class Event {
     if (this.#closed) return;
     this.#closed = true;
     untrack(this.#core);
+    if (this.#waiting > 0) {
+      // This process's waits end now (they reject): set() need not wake them any more.
+      Atomics.sub(this.#state.words, WAITERS, this.#waiting);
+      this.#onClose?.();
+    }
     this.#state.close();
   }
 

@@ -3,7 +3,7 @@
 // [Frames]; descriptors as in NOTE [Queue objects and descriptors].
 import { addon, systemError } from '../native/index.js';
 import { InvalidArgumentError, QueueEmptyError, QueueFullError } from '../errors.js';
-import { Endpoint, checkMessage, checkTimeout, registerReduction } from '../transport/index.js';
+import { Endpoint, checkMessage, checkTimeout, registerReduction, type Frame } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { Slots } from './slots.js';
 import { checkState, closeAll, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
@@ -72,6 +72,7 @@ export class Queue<T = unknown> {
       this.#core = new QueueCore(fds[0], fds[1], state, maxsize);
     }
     track(this, this.#core);
+    this.#core.endpoint.setOwner(this); // NOTE [Waiting keeps the owner alive]
     remember(this.#core.key, this);
   }
 
@@ -94,14 +95,25 @@ export class Queue<T = unknown> {
     } catch (e) {
       return Promise.reject(e);
     }
-    if (core.slots.tryTake()) {
+    if (core.slots.hasRoom()) {
+      // Encoded before the slot is taken (NOTE [Queue slots]: a kill must not lose a slot
+      // during an encoding); a slot another process takes meanwhile makes this put wait.
+      let frame: Frame;
       try {
-        core.endpoint.sendValueNow(obj);
+        frame = core.endpoint.encode(obj);
       } catch (e) {
-        core.slots.giveBack();
         return Promise.reject(e);
       }
-      return RESOLVED;
+      if (core.slots.tryTake()) {
+        try {
+          core.endpoint.sendEncoded(frame);
+        } catch (e) {
+          core.slots.giveBack();
+          return Promise.reject(e);
+        }
+        return RESOLVED;
+      }
+      frame.abandon();
     }
     try {
       // Refuse what cannot travel now, not once a slot is free (NOTE [Queue slots]).

@@ -24,6 +24,7 @@ export class SimpleQueue<T = unknown> {
       this.#endpoint = new Endpoint(fds[0], fds[1], { what: 'queue' });
     }
     track(this, this.#endpoint);
+    this.#endpoint.setOwner(this); // NOTE [Waiting keeps the owner alive]
     remember(key ?? identityKey(this.#endpoint.recvFd), this);
   }
 

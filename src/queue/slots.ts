@@ -3,17 +3,19 @@
 // NOTE [Queue slots]
 // A bounded queue keeps two words in its shared state (shared-words.ts): COUNT, the
 // messages put and not yet taken, and WAITERS, the puts waiting for a free slot in all
-// processes. A put takes a slot with a compare-and-swap (COUNT < maxsize) before it sends; a
-// get gives one back as soon as it has taken a datagram off the socket. Nothing ever waits
-// on a lock, so a process killed at any point cannot block the others; the worst a kill can
-// do is lose one slot (a producer killed between taking its slot and sending, or a consumer
-// between receiving and giving it back: a window of a few instructions).
+// processes. A put encodes its message, then takes a slot with a compare-and-swap (COUNT <
+// maxsize), then sends; a get gives one back as soon as it has taken a datagram off the
+// socket. Nothing ever waits on a lock, so a process killed at any point cannot block the
+// others; the worst a kill can do is lose one slot (a producer killed between taking its
+// slot and sending, or a consumer between receiving and giving it back: a window of a few
+// instructions, with no encoding or copy inside it).
 // A put that finds the queue full counts itself in WAITERS, checks again (a get may have
 // freed a slot in between), and waits for a notice. Notices travel on the queue's own
 // socketpair in the other direction: a get that gives a slot back while WAITERS > 0 sends a
 // 1-byte datagram on the receiving end, which arrives at the sending end, which producers
 // poll from the event loop. No thread and no timer per wait, and the kernel keeps a notice
-// until someone reads it, so none is lost. A third word, NOTICED, says a notice is on its way
+// until someone reads it, so none is lost. A get sends it as soon as it has freed the slot.
+// A third word, NOTICED, says a notice is on its way
 // and not yet read: gets do not send another until a producer that has read it clears it
 // (after reading it, never before, and before looking at COUNT, so that a slot freed after
 // that look sends a new notice). A producer killed between reading a notice and clearing
@@ -24,7 +26,7 @@
 // taken (as torch's feeder pickles later), so a wait costs no copy and no descriptor.
 import { addon, EAGAIN, EMSGSIZE } from '../native/index.js';
 import { QueueFullError } from '../errors.js';
-import type { Endpoint } from '../transport/index.js';
+import type { Endpoint, Frame } from '../transport/index.js';
 import type { SharedWords } from './shared-words.js';
 
 export const COUNT = 0;
@@ -33,9 +35,6 @@ export const NOTICED = 2;
 
 const NOTICE = Uint8Array.of(1);
 
-/** Slots with a notice scheduled for the end of this turn (see Slots.#notifySoon). */
-const pendingNotices = new Set<Slots>();
-let exitHookInstalled = false;
 const noticeBuffer = new Uint8Array(64);
 const noticeFds = new Int32Array(2);
 
@@ -63,6 +62,11 @@ export class Slots {
     return Atomics.load(this.#words, COUNT);
   }
 
+  /** Whether a put may try to take a slot now (tryTake() may still lose the race). */
+  hasRoom(): boolean {
+    return this.maxsize === Infinity || (this.#waiters.length === 0 && Atomics.load(this.#words, COUNT) < this.maxsize);
+  }
+
   /** Takes a slot if one is free now (and no put of this process waits before us). */
   tryTake(): boolean {
     const w = this.#words;
@@ -88,39 +92,18 @@ export class Slots {
     this.taken();
   }
 
-  /** A message left the socket (a get took it): its slot is free again. */
+  /**
+   * A message left the socket (a get took it): its slot is free again, and a waiting
+   * producer hears of it now. Not at the end of the consumer's turn: a consumer that takes
+   * message after message without returning to the event loop would hold the notice back
+   * for as long as it works (the producers idle meanwhile), and a kill in that time would
+   * leave them waiting for good. NOTICED keeps it to one notice per producer wake-up.
+   */
   taken(): void {
     const w = this.#words;
     Atomics.sub(w, COUNT, 1);
-    if (Atomics.load(w, WAITERS) > 0) this.#notifySoon();
+    if (Atomics.load(w, WAITERS) > 0) this.#notify();
   }
-
-  // A consumer usually takes several messages in one turn of its event loop (each get that
-  // finds a message resolves at once, and the next runs in the same turn). The notice goes
-  // at the end of that turn, once: a producer kept waiting by a full queue is then woken
-  // once per batch of freed slots, not once per message (a send and a wake-up each), and
-  // never later than the end of the turn that freed its slot.
-  // A process that exits in that same turn (process.exit() right after a get) sends its
-  // pending notices from the exit hook, so a waiting producer is never left without one.
-  #notifyScheduled = false;
-  #notifySoon(): void {
-    if (this.#notifyScheduled) return;
-    this.#notifyScheduled = true;
-    pendingNotices.add(this);
-    if (!exitHookInstalled) {
-      exitHookInstalled = true;
-      process.on('exit', () => {
-        for (const slots of pendingNotices) slots.#notifyNow();
-      });
-    }
-    setImmediate(this.#notifyNow);
-  }
-  readonly #notifyNow = (): void => {
-    if (!this.#notifyScheduled) return;
-    this.#notifyScheduled = false;
-    pendingNotices.delete(this);
-    if (Atomics.load(this.#words, WAITERS) > 0) this.#notify();
-  };
 
   #notify(): void {
     if (Atomics.compareExchange(this.#words, NOTICED, 0, 1) !== 0) return; // one is on its way
@@ -147,6 +130,7 @@ export class Slots {
         }, timeout);
       }
       this.#waiters.push(w);
+      this.#endpoint.pin(1);
       Atomics.add(this.#words, WAITERS, 1);
       if (this.#waiters.length === 1) this.#endpoint.sendWatcher.onReadable(this.#serve);
       this.#serve(); // a slot may have been freed before WAITERS counted us
@@ -157,6 +141,7 @@ export class Slots {
     const i = this.#waiters.indexOf(w);
     if (i < 0) return false;
     this.#waiters.splice(i, 1);
+    this.#endpoint.pin(-1);
     Atomics.sub(this.#words, WAITERS, 1);
     if (w.timer !== null) clearTimeout(w.timer);
     if (this.#waiters.length === 0) this.#endpoint.sendWatcher.onReadable(null);
@@ -173,11 +158,25 @@ export class Slots {
     const w = this.#words;
     const drained = this.#readNotice();
     if (drained) Atomics.store(w, NOTICED, 0);
-    while (this.#waiters.length > 0 && this.#claim()) {
+    // Each message is encoded before its slot is taken, so that a kill can lose a slot only
+    // between taking it and sending (a few instructions), never during an encoding.
+    while (this.#waiters.length > 0 && Atomics.load(w, COUNT) < this.maxsize) {
       const waiter = this.#waiters[0]!;
+      let frame: Frame;
+      try {
+        frame = this.#endpoint.encode(waiter.value);
+      } catch (e) {
+        this.#remove(waiter);
+        waiter.reject(e);
+        continue;
+      }
+      if (!this.#claim()) {
+        frame.abandon(); // another process took the slot meanwhile
+        break;
+      }
       this.#remove(waiter);
       try {
-        this.#endpoint.sendValueNow(waiter.value);
+        this.#endpoint.sendEncoded(frame);
         waiter.resolve();
       } catch (e) {
         this.giveBack();
@@ -206,13 +205,8 @@ export class Slots {
     }
   }
 
-  /**
-   * Sends the notice this process still owes (the socket is about to close: a consumer that
-   * takes its last message and closes the queue in the same turn must not take the notice
-   * with it), then rejects every waiting put (the queue is closing here).
-   */
+  /** Rejects every waiting put (the queue is closing here). */
   close(error: Error): void {
-    this.#notifyNow();
     for (const w of this.#waiters.slice()) {
       this.#remove(w);
       w.reject(error);

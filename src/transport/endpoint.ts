@@ -30,6 +30,13 @@ interface Waiter {
   timer: NodeJS.Timeout | null;
 }
 
+/** A poll(): settles when a message is waiting (true), or after its timeout (false). */
+interface PollWaiter {
+  resolve(ready: boolean): void;
+  reject(error: unknown): void;
+  timer: NodeJS.Timeout | null;
+}
+
 /** A frame that stays valid while it waits: its own bytes, its own descriptors. */
 export interface KeptFrame extends Frame {
   /** Closes the duplicated descriptors (after sending, or before abandoning). */
@@ -83,6 +90,11 @@ export class Endpoint {
   readonly recvWatcher: Watcher;
   readonly #options: EndpointOptions;
   #waiters: Waiter[] = [];
+  #polls = new Set<PollWaiter>();
+  /** What keeps this endpoint's owner alive while something waits on it (see pin()). */
+  #owner: object | null = null;
+  #pins = 0;
+  #pinned: object | null = null;
   #backlog: KeptFrame[] = [];
   #closed = false;
   #fdsClosed = false;
@@ -102,6 +114,25 @@ export class Endpoint {
 
   closedError(): QueueClosedError {
     return new QueueClosedError(`This ${this.#options.what} was closed in this process; it cannot be used here any more.`);
+  }
+
+  // NOTE [Waiting keeps the owner alive]
+  // A Queue (SimpleQueue, Connection) dropped by its user is closed by the garbage collector
+  // (NOTE [Queue objects and descriptors]). But a get, put or poll that waits may be the only
+  // thing left that leads to it (`q.get().then(...)` with q gone): the waiting endpoint is
+  // reachable from its native poll, its owner is not, and collecting the owner would close
+  // the queue under the wait. So while anything waits, the endpoint holds its owner.
+
+  /** The object whose collection closes this endpoint (set once by it). */
+  setOwner(owner: object): void {
+    this.#owner = owner;
+  }
+
+  /** One more (+1) or one less (-1) wait in progress on this endpoint or its slots. */
+  pin(delta: 1 | -1): void {
+    this.#pins += delta;
+    const hold = this.#pins > 0 ? this.#owner : null;
+    if (this.#pinned !== hold) this.#pinned = hold;
   }
 
   // --- sending ------------------------------------------------------------------------
@@ -130,8 +161,17 @@ export class Endpoint {
 
   /** sendValue(), throwing instead of rejecting (for callers with their own undo, as Queue.put). */
   sendValueNow(value: unknown): void {
+    this.sendEncoded(this.encode(value));
+  }
+
+  /** The frame of `value`, to send with sendEncoded() before anything else is encoded. */
+  encode(value: unknown): Frame {
     if (this.#closed) throw this.closedError();
-    const frame = encodeMessage(value);
+    return encodeMessage(value);
+  }
+
+  /** Sends a frame from encode(); one that cannot be sent is abandoned (nothing left behind). */
+  sendEncoded(frame: Frame): void {
     try {
       this.send(frame);
     } catch (e) {
@@ -233,17 +273,40 @@ export class Endpoint {
       if (timeout !== null) {
         w.timer = setTimeout(() => {
           const i = this.#waiters.indexOf(w);
-          if (i >= 0) this.#waiters.splice(i, 1);
-          if (this.#waiters.length === 0) this.recvWatcher.onReadable(null);
+          if (i < 0) return;
+          this.#waiters.splice(i, 1);
+          this.pin(-1);
+          this.#updateReadable();
           reject(timedOut(timeout, onTimeout));
         }, timeout);
       }
       this.#waiters.push(w);
-      if (this.#waiters.length === 1) this.recvWatcher.onReadable(this.#serve);
+      this.pin(1);
+      this.#updateReadable();
     });
   }
 
-  readonly #serve = (): void => {
+  /** Watches for readability while a receive or a poll waits. */
+  #updateReadable(): void {
+    this.recvWatcher.onReadable(this.#waiters.length > 0 || this.#polls.size > 0 ? this.#onReadable : null);
+  }
+
+  readonly #onReadable = (): void => {
+    // Polls first: they take nothing, and a message about to be received was there.
+    for (const p of this.#polls) this.#settlePoll(p, true);
+    this.#serve();
+    this.#updateReadable();
+  };
+
+  #settlePoll(p: PollWaiter, ready: boolean | Error): void {
+    if (!this.#polls.delete(p)) return;
+    if (p.timer !== null) clearTimeout(p.timer);
+    this.pin(-1);
+    if (ready instanceof Error) p.reject(ready);
+    else p.resolve(ready);
+  }
+
+  #serve(): void {
     while (this.#waiters.length > 0) {
       let v: unknown;
       let failed = false;
@@ -256,17 +319,18 @@ export class Endpoint {
       }
       const w = this.#waiters.shift()!;
       if (w.timer !== null) clearTimeout(w.timer);
+      this.pin(-1);
       if (failed) w.reject(v);
       else w.resolve(v);
       if (this.#ended) {
         for (const rest of this.#waiters.splice(0)) {
           if (rest.timer !== null) clearTimeout(rest.timer);
+          this.pin(-1);
           rest.reject(this.#endError());
         }
       }
     }
-    this.recvWatcher.onReadable(null);
-  };
+  }
 
   /** True when a message is waiting (or the stream ended), without taking it. */
   ready(): boolean {
@@ -274,22 +338,24 @@ export class Endpoint {
     return this.#ended || (transportAddon.pollNow(this.recvFd, POLL_READABLE) & (POLL_READABLE | POLL_DISCONNECT)) !== 0;
   }
 
-  /** Resolves true once a message is waiting, false after `timeout` ms. */
+  /**
+   * Resolves true once a message is waiting (or the stream ended), false after `timeout` ms
+   * (null: no limit); rejects with QueueClosedError if this end is closed meanwhile. Any
+   * number of polls and receives may wait at once: a message that arrives settles every
+   * poll, and the first receive takes it.
+   */
   whenReady(timeout: number | null): Promise<boolean> {
     if (this.ready()) return Promise.resolve(true);
     if (timeout === 0) return Promise.resolve(false);
-    if (this.#waiters.length > 0) {
-      return Promise.reject(new InvalidArgumentError('poll() cannot wait while a recv() on the same end is waiting.'));
-    }
-    return new Promise((resolve) => {
-      let timer: NodeJS.Timeout | null = null;
-      const done = (ready: boolean): void => {
-        if (timer !== null) clearTimeout(timer);
-        this.recvWatcher.onReadable(null);
-        resolve(ready);
-      };
-      if (timeout !== null) timer = setTimeout(() => done(false), timeout);
-      this.recvWatcher.onReadable(() => done(true));
+    return new Promise((resolve, reject) => {
+      const p: PollWaiter = { resolve, reject, timer: null };
+      if (timeout !== null) p.timer = setTimeout(() => {
+        this.#settlePoll(p, false);
+        this.#updateReadable();
+      }, timeout);
+      this.#polls.add(p);
+      this.pin(1);
+      this.#updateReadable();
     });
   }
 
@@ -305,8 +371,10 @@ export class Endpoint {
     this.#closed = true;
     for (const w of this.#waiters.splice(0)) {
       if (w.timer !== null) clearTimeout(w.timer);
+      this.pin(-1);
       w.reject(this.closedError());
     }
+    for (const p of this.#polls) this.#settlePoll(p, this.closedError());
     this.recvWatcher.onReadable(null);
     if (this.#backlog.length === 0) this.#closeFds();
   }

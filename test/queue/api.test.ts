@@ -4,8 +4,9 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
-import { checkLeaks } from '../helpers/leaks.js';
+import { checkLeaks, collectGarbage } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
+import { waitFor } from '../helpers/wait.js';
 
 checkLeaks();
 
@@ -179,6 +180,21 @@ describe('Pipe', () => {
     b.close();
   });
 
+  test('polls and receives wait together; a timed-out poll leaves a receive waiting; close settles polls', async () => {
+    const [a, b] = mp.Pipe();
+    const short = b.poll(20);
+    const long = b.poll(null);
+    const received = b.recv();
+    assert.equal(await short, false, 'the short poll times out');
+    await a.send('x'); // after the short poll gave up: the receive and the long poll still wait
+    assert.equal(await long, true);
+    assert.equal(await received, 'x');
+    const pending = b.poll(null);
+    b.close();
+    await assert.rejects(pending, code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
+    a.close();
+  });
+
   test('the other end closed: PipeClosedError on recv and on send', async () => {
     const [a, b] = mp.Pipe();
     const waiting = b.recv();
@@ -215,5 +231,32 @@ describe('Event', () => {
     await assert.rejects(e.wait(-5), code('ERR_TP_INVALID_ARGUMENT', mp.InvalidArgumentError));
     e.close();
     assert.throws(() => e.set(), code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
+  });
+
+  test('close() while a wait is pending: the wait rejects with QueueClosedError', async () => {
+    const e = new mp.Event();
+    const waiting = e.wait();
+    e.close();
+    await assert.rejects(waiting, code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
+  });
+});
+
+describe('waiting keeps the owner alive (NOTE [Waiting keeps the owner alive])', () => {
+  test('a queue reachable only through its pending get is not closed by the collector', async () => {
+    const settled: string[] = [];
+    let ref!: WeakRef<mp.Queue<number>>;
+    (() => {
+      const q = new mp.Queue<number>();
+      ref = new WeakRef(q);
+      q.get().then((v) => settled.push(`got ${v}`), (e) => settled.push(`get ${e.code}`));
+    })();
+    await collectGarbage();
+    const q = ref.deref();
+    assert.ok(q !== undefined, 'the waiting queue is still alive');
+    assert.deepEqual(settled, [], 'and its get was not rejected');
+    await q.put(7);
+    await waitFor(() => settled.length > 0);
+    assert.deepEqual(settled, ['got 7']);
+    q.close();
   });
 });
