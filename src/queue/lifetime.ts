@@ -19,6 +19,8 @@ import { FrameDecodeError } from '../errors.js';
 
 export interface Closable {
   close(): void;
+  /** close() for a worker thread that exits now (its event loop will not run again). */
+  closeAtExit?(): void;
 }
 
 const open = new Set<Closable>();
@@ -98,7 +100,7 @@ export function closeAll(fds: number[]): void {
 
 if (!isMainThread) {
   process.on('exit', () => {
-    for (const core of open) core.close();
+    for (const core of open) (core.closeAtExit ?? core.close).call(core);
     open.clear();
   });
 }

@@ -43,6 +43,11 @@ class QueueCore {
     this.endpoint.close();
     this.state.close();
   }
+
+  closeAtExit(): void {
+    this.close();
+    this.endpoint.closeAtExit();
+  }
 }
 
 let adopting: QueueCore | null = null;

@@ -379,6 +379,18 @@ export class Endpoint {
     if (this.#backlog.length === 0) this.#closeFds();
   }
 
+  /**
+   * close(), without waiting for the backlog: for a worker thread that exits, whose event
+   * loop will never flush it. What it held is given back (the messages are lost, as they
+   * would be with the thread), and the descriptors are closed: threads share the process's
+   * descriptor table, so nothing else would close them.
+   */
+  closeAtExit(): void {
+    this.close();
+    for (const k of this.#backlog.splice(0)) this.#drop(k, true);
+    this.#closeFds();
+  }
+
   #closeFds(): void {
     if (this.#fdsClosed) return;
     this.#fdsClosed = true;
