@@ -163,6 +163,16 @@ describe('SimpleQueue', () => {
     assert.throws(() => q.empty(), code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
     t.release();
   });
+
+  test('a worker thread that exits with messages still unsent gives back their descriptors and references', async () => {
+    // The file's leak check (no descriptor left open, nothing in /dev/shm) is the assertion:
+    // threads share the process's descriptors, so what the thread kept would show here.
+    const q = new mp.SimpleQueue<{ k: number }>();
+    await mp.startProcesses(target('putManyThenExit'), { args: [q], startMethod: 'thread' });
+    const first = await q.get();
+    assert.equal(first.k, 0, 'what went out before the exit arrives');
+    q.close();
+  });
 });
 
 describe('Pipe', () => {
