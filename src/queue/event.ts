@@ -67,7 +67,16 @@ export class Event {
         // whose Event is closed must not leave its thread waiting for good.
         const native = this.#state.waitAsync(FLAG, 0, Math.min(left, SLICE_MS));
         native.catch(() => {}); // settles after close() too, with nobody left to hear it
-        await Promise.race([native, this.#closedSignal()]);
+        // A signal of this slice's own for close() (one kept across slices would gather a
+        // callback per slice until the Event is closed).
+        let cut!: () => void;
+        const closed = new Promise<void>((resolve) => (cut = resolve));
+        this.#onClose.add(cut);
+        try {
+          await Promise.race([native, closed]);
+        } finally {
+          this.#onClose.delete(cut);
+        }
         this.#check(); // closed here while waiting: the words may be gone
       }
     } finally {
@@ -77,14 +86,8 @@ export class Event {
     }
   }
   #waiting = 0;
-  #onClose: (() => void) | null = null;
-  #closing: Promise<void> | null = null;
-
-  /** Settles when close() is called in this process. */
-  #closedSignal(): Promise<void> {
-    this.#closing ??= new Promise<void>((resolve) => (this.#onClose = resolve));
-    return this.#closing;
-  }
+  /** Ends the current slice of each pending wait (close()). */
+  readonly #onClose = new Set<() => void>();
 
   /** Frees this process's descriptor and mapping (a pending wait keeps the mapping until it ends). */
   close(): void {
@@ -92,9 +95,12 @@ export class Event {
     this.#closed = true;
     untrack(this.#core);
     if (this.#waiting > 0) {
-      // This process's waits end now (they reject): set() need not wake them any more.
+      // This process's waits end now (they reject): set() need not wake them any more. The
+      // wake ends their futex threads at once (a waiter elsewhere sees the flag unset and
+      // waits on).
       Atomics.sub(this.#state.words, WAITERS, this.#waiting);
-      this.#onClose?.();
+      for (const cut of this.#onClose) cut();
+      this.#state.wake(FLAG);
     }
     this.#state.close();
   }

@@ -33,7 +33,11 @@ class QueueCore {
   constructor(sendFd: number, recvFd: number, state: SharedWords, maxsize: number, key = identityKey(recvFd)) {
     this.state = state;
     this.key = key;
-    this.endpoint = new Endpoint(sendFd, recvFd, { what: 'queue', onDatagram: () => this.slots.taken() });
+    this.endpoint = new Endpoint(sendFd, recvFd, {
+      what: 'queue',
+      onDatagram: () => this.slots.taken(),
+      onDropped: () => this.slots.giveBack(), // a message that will never arrive frees its slot
+    });
     this.slots = new Slots(state, this.endpoint, maxsize);
   }
 

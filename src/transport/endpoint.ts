@@ -16,6 +16,7 @@ import { addon, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, systemError } 
 import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError } from '../errors.js';
 import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
+import { isMainThread } from 'node:worker_threads';
 import { transportAddon } from './native.js';
 
 export const NOTHING: unique symbol = Symbol('nothing');
@@ -69,6 +70,8 @@ export function keepFrame(frame: Frame): KeptFrame {
 export interface EndpointOptions {
   /** Called each time a datagram is taken off the socket, before it is decoded. */
   onDatagram?: () => void;
+  /** Called for each kept frame that is dropped unsent (a send error, or a thread's exit). */
+  onDropped?: () => void;
   /** What a closed endpoint is called in errors: 'queue' or 'pipe end'. */
   what: string;
 }
@@ -91,8 +94,9 @@ export class Endpoint {
   readonly #options: EndpointOptions;
   #waiters: Waiter[] = [];
   #polls = new Set<PollWaiter>();
-  /** What keeps this endpoint's owner alive while something waits on it (see pin()). */
-  #owner: object | null = null;
+  /** The owner, weakly (a strong reference would keep it from ever being collected), and
+   * the same owner held strongly while something waits (see pin()). */
+  #owner: WeakRef<object> | null = null;
   #pins = 0;
   #pinned: object | null = null;
   #backlog: KeptFrame[] = [];
@@ -125,14 +129,14 @@ export class Endpoint {
 
   /** The object whose collection closes this endpoint (set once by it). */
   setOwner(owner: object): void {
-    this.#owner = owner;
+    this.#owner = new WeakRef(owner);
   }
 
   /** One more (+1) or one less (-1) wait in progress on this endpoint or its slots. */
   pin(delta: 1 | -1): void {
     this.#pins += delta;
-    const hold = this.#pins > 0 ? this.#owner : null;
-    if (this.#pinned !== hold) this.#pinned = hold;
+    if (this.#pins <= 0) this.#pinned = null;
+    else if (this.#pinned === null) this.#pinned = this.#owner?.deref() ?? null;
   }
 
   // --- sending ------------------------------------------------------------------------
@@ -216,7 +220,9 @@ export class Endpoint {
 
   #drop(k: KeptFrame, abandon: boolean): void {
     k.dispose();
-    if (abandon) k.abandon();
+    if (!abandon) return;
+    k.abandon();
+    this.#options.onDropped?.();
   }
 
   // --- receiving ----------------------------------------------------------------------
@@ -377,6 +383,7 @@ export class Endpoint {
     for (const p of this.#polls) this.#settlePoll(p, this.closedError());
     this.recvWatcher.onReadable(null);
     if (this.#backlog.length === 0) this.#closeFds();
+    else if (!isMainThread) flushing.add(this); // see closeAtExit()
   }
 
   /**
@@ -394,11 +401,21 @@ export class Endpoint {
   #closeFds(): void {
     if (this.#fdsClosed) return;
     this.#fdsClosed = true;
+    flushing.delete(this);
     this.sendWatcher.close();
     this.recvWatcher.close();
     addon.close(this.sendFd);
     if (this.recvFd !== this.sendFd) addon.close(this.recvFd);
   }
+}
+
+// Endpoints of a worker thread closed while their backlog was still going out: the thread's
+// exit must not leave them open (NOTE [Queue objects and descriptors]).
+const flushing = new Set<Endpoint>();
+if (!isMainThread) {
+  process.on('exit', () => {
+    for (const e of flushing) e.closeAtExit();
+  });
 }
 
 function timedOut(timeout: number, onTimeout: ((timeout: number) => Error) | undefined): Error {

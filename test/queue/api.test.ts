@@ -4,7 +4,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
-import { checkLeaks, collectGarbage } from '../helpers/leaks.js';
+import { checkLeaks, collectGarbage, openFds } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -173,6 +173,25 @@ describe('SimpleQueue', () => {
     assert.equal(first.k, 0, 'what went out before the exit arrives');
     q.close();
   });
+
+  for (const close of [false, true]) {
+    test(`a bounded queue${close ? ' closed by a thread' : ''} whose thread exits with messages unsent gets their slots back`, async () => {
+      const q = new mp.Queue<{ k: number }>({ maxsize: 1000 });
+      await mp.startProcesses(target('putManyOnQueueThenExit'), { args: [q, close], startMethod: 'thread' });
+      let got = 0;
+      for (;;) {
+        try {
+          await q.get({ timeout: 0 });
+          got++;
+        } catch {
+          break;
+        }
+      }
+      assert.ok(got > 0 && got < 400, `${got} of 400 went out before the exit`);
+      assert.equal(q.qsize(), 0, 'no slot is held by a message that will never arrive');
+      q.close();
+    });
+  }
 });
 
 describe('Pipe', () => {
@@ -252,6 +271,27 @@ describe('Event', () => {
 });
 
 describe('waiting keeps the owner alive (NOTE [Waiting keeps the owner alive])', () => {
+  test('queues, simple queues and pipe ends dropped with nothing pending are collected, and their descriptors closed', async () => {
+    await collectGarbage();
+    const before = openFds().size;
+    const refs: WeakRef<object>[] = [];
+    (() => {
+      for (let i = 0; i < 10; i++) {
+        const q = new mp.Queue();
+        const sq = new mp.SimpleQueue();
+        const [a, b] = mp.Pipe();
+        void q.get({ timeout: 0 }).catch(() => {}); // a wait that is over: nothing pending now
+        refs.push(new WeakRef(q), new WeakRef(sq), new WeakRef(a), new WeakRef(b));
+      }
+    })();
+    assert.ok(openFds().size >= before + 10 * 7, 'they hold descriptors while alive');
+    await waitFor(async () => {
+      await collectGarbage();
+      return refs.every((r) => r.deref() === undefined);
+    });
+    assert.equal(openFds().size, before, 'every descriptor closed by the collector');
+  });
+
   test('a queue reachable only through its pending get is not closed by the collector', async () => {
     const settled: string[] = [];
     let ref!: WeakRef<mp.Queue<number>>;
