@@ -41,8 +41,13 @@ class QueueCore {
     this.slots = new Slots(state, this.endpoint, maxsize);
   }
 
+  #closed = false;
+
   close(): void {
-    if (this.endpoint.closed) return;
+    // Its own flag, not the endpoint's: at a thread's exit the endpoint may be closed first
+    // (a backlog's exit hook), and the shared state must still be closed here.
+    if (this.#closed) return;
+    this.#closed = true;
     this.slots.close(this.endpoint.closedError());
     this.endpoint.close();
     this.state.close();

@@ -147,7 +147,17 @@ export class Endpoint {
     if (this.#backlog.length === 0 && this.#sendNow(frame.bytes, frame.fds)) return;
     const kept = keepFrame(frame);
     this.#backlog.push(kept);
-    if (this.#backlog.length === 1) this.sendWatcher.onWritable(this.#flush);
+    if (this.#backlog.length === 1) {
+      try {
+        this.sendWatcher.onWritable(this.#flush);
+      } catch (e) {
+        // No watcher, no flush: the frame must not stay behind (its caller abandons it).
+        this.#backlog.pop();
+        kept.dispose();
+        throw e;
+      }
+      backlogged.add(this);
+    }
   }
 
   /**
@@ -214,6 +224,7 @@ export class Endpoint {
       this.#backlog.shift();
       this.#drop(k, false);
     }
+    backlogged.delete(this);
     this.sendWatcher.onWritable(null);
     if (this.#closed) this.#closeFds();
   };
@@ -257,7 +268,6 @@ export class Endpoint {
     return new PipeClosedError(`Nothing more can arrive on this ${this.#options.what}: every sending end was closed.`);
   }
 
-  /** The next message; `timeout` ms at most (null: no limit), then `onTimeout()` is thrown. */
   /**
    * The next message, or a rejection with `onTimeout(timeout)` once `timeout` ms pass (null:
    * no limit, and then onTimeout is never called). A function, not an error, so that a get
@@ -383,7 +393,6 @@ export class Endpoint {
     for (const p of this.#polls) this.#settlePoll(p, this.closedError());
     this.recvWatcher.onReadable(null);
     if (this.#backlog.length === 0) this.#closeFds();
-    else if (!isMainThread) flushing.add(this); // see closeAtExit()
   }
 
   /**
@@ -394,14 +403,20 @@ export class Endpoint {
    */
   closeAtExit(): void {
     this.close();
-    for (const k of this.#backlog.splice(0)) this.#drop(k, true);
+    this.dropBacklog();
     this.#closeFds();
+  }
+
+  /** Lets go of every frame not sent yet: each is abandoned, and onDropped is told. */
+  dropBacklog(): void {
+    backlogged.delete(this);
+    for (const k of this.#backlog.splice(0)) this.#drop(k, true);
   }
 
   #closeFds(): void {
     if (this.#fdsClosed) return;
     this.#fdsClosed = true;
-    flushing.delete(this);
+    backlogged.delete(this);
     this.sendWatcher.close();
     this.recvWatcher.close();
     addon.close(this.sendFd);
@@ -409,14 +424,18 @@ export class Endpoint {
   }
 }
 
-// Endpoints of a worker thread closed while their backlog was still going out: the thread's
-// exit must not leave them open (NOTE [Queue objects and descriptors]).
-const flushing = new Set<Endpoint>();
-if (!isMainThread) {
-  process.on('exit', () => {
-    for (const e of flushing) e.closeAtExit();
-  });
-}
+// Endpoints with frames not sent yet. A process or thread that exits with some (process.exit()
+// with a backlog, which otherwise keeps it alive until it is sent) gives them back: a bounded
+// queue's slots are freed (onDropped), and references in flight abandoned. A worker thread
+// also closes the descriptors, which its process keeps (NOTE [Queue objects and descriptors]).
+// A kill runs no hook: that loses what the backlog held.
+const backlogged = new Set<Endpoint>();
+process.on('exit', () => {
+  for (const e of backlogged) {
+    if (isMainThread) e.dropBacklog();
+    else e.closeAtExit();
+  }
+});
 
 function timedOut(timeout: number, onTimeout: ((timeout: number) => Error) | undefined): Error {
   return onTimeout?.(timeout) ?? new Error(`Nothing arrived within ${timeout} ms.`);
