@@ -84,14 +84,14 @@ async function runTensorproc(strategy: mp.SharingStrategy, size: number): Promis
  * The producer's side alone, in this process, with no queue: a fresh shared tensor per
  * message, filled, released, as role() makes them. What a message costs at least once the
  * code is warm (YARDSTICK.md: "the physical limit ... is the bandwidth of writing the tensor
- * once"); W1 can reach it only by overlapping everything else with the fill.
+ * once"); W1 can reach it only by overlapping everything else with the fill. Measured under
+ * file_descriptor only: the strategy changes how a segment is named, not the memory that is
+ * written, so it is the limit of both columns.
  */
-// Measured under file_descriptor only: the strategy changes how a segment is named, not the
-// memory that is written, so it is the limit of both columns.
-function fillLimit(strategy: mp.SharingStrategy, size: number): Trial {
+function fillLimit(size: number): Trial {
   const count = countFor(size);
   const n = size / 4;
-  mp.setSharingStrategy(strategy);
+  mp.setSharingStrategy('file_descriptor');
   const once = (k: number): void => {
     const t = mp.empty([n], { shared: true });
     t.fill(k);
@@ -101,7 +101,6 @@ function fillLimit(strategy: mp.SharingStrategy, size: number): Trial {
   const t0 = performance.now();
   for (let k = 1; k < count; k++) once(k);
   const msgs = (count - 1) / ((performance.now() - t0) / 1000);
-  mp.setSharingStrategy('file_descriptor');
   return { impl: 'fill limit', bytes: size, count, msgs_per_s: msgs, GB_per_s: (msgs * size) / 1e9 };
 }
 
@@ -155,7 +154,7 @@ async function main(): Promise<void> {
     for (const strategy of ['file_descriptor', 'file_system'] as const) {
       for (const size of sizes) note(await runTensorproc(strategy, size), run);
     }
-    for (const size of sizes) note(fillLimit('file_descriptor', size), run);
+    for (const size of sizes) note(fillLimit(size), run);
     if (anchors !== null) {
       for (const row of await runLines(process.execPath, [join(anchors, 'node_ipc.mjs'), 'fork,worker-copy,worker-transfer', sizes.join(',')])) {
         note({ impl: String(row.impl), bytes: Number(row.bytes), count: Number(row.count), msgs_per_s: Number(row.msgs_per_s), GB_per_s: Number(row.GB_per_s) }, run);

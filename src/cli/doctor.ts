@@ -19,6 +19,9 @@ function tryCall(name: string, fn: () => string): Check {
 
 const gib = (n: number) => `${(n / 2 ** 30).toFixed(1)} GiB`;
 
+/** The checks that need the addon, in report order (the names used below). */
+const ADDON_CHECKS = ['file_descriptor strategy', 'file_system strategy', 'default strategy', 'leftover segments'] as const;
+
 export async function doctor(): Promise<Check[]> {
   const checks: Check[] = [tryCall('node', () => `${process.version} on ${process.platform}-${process.arch}`)];
   let native: typeof import('../native/index.js');
@@ -30,9 +33,7 @@ export async function doctor(): Promise<Check[]> {
     shm = await import('./shm.js');
   } catch (e) {
     checks.push({ name: 'addon', ok: false, detail: (e as Error).message });
-    for (const name of ['file_descriptor strategy', 'file_system strategy', 'leftover segments']) {
-      checks.push({ name, ok: false, detail: 'not checked: it needs the addon' });
-    }
+    for (const name of ADDON_CHECKS) checks.push({ name, ok: false, detail: 'not checked: it needs the addon' });
     return [...checks, ...machineChecks()];
   }
   const { addon } = native;

@@ -2,7 +2,7 @@
 import { serialize } from 'node:v8';
 import { encodeMessage, prepare } from '../transport/index.js';
 import { FRAME, PLAIN, type EncodedArgs } from './args.js';
-import { addon, systemError } from '../native/index.js';
+import { closeOnce, dupAll, systemError } from '../native/index.js';
 
 /** Encodes `args` once for `copies` children (one in-flight reference per child and storage). */
 export function encodeArgs(args: readonly unknown[], copies = 1): EncodedArgs {
@@ -19,23 +19,12 @@ export function encodeArgs(args: readonly unknown[], copies = 1): EncodedArgs {
   bytes[0] = FRAME;
   bytes.set(frame.bytes, 1);
   // Duplicates, not the frame's borrowed descriptors (NOTE [Spawn arguments]).
-  const fds: number[] = [];
+  let fds: number[];
   try {
-    for (const fd of frame.fds) fds.push(addon.dup(fd));
+    fds = dupAll(frame.fds);
   } catch (e) {
-    for (const fd of fds) addon.close(fd);
     frame.abandon();
     throw systemError(e, 'keeping the descriptors of spawn arguments');
   }
-  let released = false;
-  return {
-    bytes,
-    fds,
-    abandon: frame.abandon,
-    release: () => {
-      if (released) return;
-      released = true;
-      for (const fd of fds) addon.close(fd);
-    },
-  };
+  return { bytes, fds, abandon: frame.abandon, release: closeOnce(fds) };
 }

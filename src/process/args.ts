@@ -25,7 +25,7 @@
 // The first byte says which (PLAIN or FRAME). Encoding is in args-encode.ts (parent side).
 import { deserialize } from 'node:v8';
 import { isMainThread } from 'node:worker_threads';
-import { addon } from '../native/addon.js';
+import { dupAll } from '../native/fds.js';
 
 export interface EncodedArgs {
   bytes: Uint8Array;
@@ -60,14 +60,3 @@ export async function decodeArgs(bytes: Uint8Array, fds: readonly number[]): Pro
   return args;
 }
 
-/** Duplicates of `fds`; none is left open if one cannot be made. */
-function dupAll(fds: readonly number[]): number[] {
-  const out: number[] = [];
-  try {
-    for (const fd of fds) out.push(addon.dup(fd));
-  } catch (e) {
-    for (const fd of out) addon.close(fd);
-    throw e;
-  }
-  return out;
-}

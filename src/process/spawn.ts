@@ -91,19 +91,10 @@ async function launch(
   opts: { nprocs: number; daemon: boolean; startMethod: StartMethod; encoded: EncodedArgs },
 ): Promise<void> {
   const { nprocs, daemon, startMethod, encoded } = opts;
-  let resolved: Awaited<ReturnType<typeof resolveTarget>>;
-  try {
-    resolved = await resolveTarget(target);
-  } catch (e) {
-    encoded.abandon(); // no child will take the arguments' references
-    encoded.release();
-    throw e;
-  }
-  const { url, exportName } = resolved;
-
   const entry = new URL(`./${ENTRIES[startMethod]}${EXT}`, import.meta.url);
   const onExit = (c: ChildHandle): void => context.onExit(c);
   try {
+    const { url, exportName } = await resolveTarget(target); // a bad target: no child, below
     const execArgv = startMethod === 'spawn' ? childExecArgv() : [];
     const preload = startMethod === 'thread' ? loaderApiForThreads() : null;
     for (let index = 0; index < nprocs; index++) {
@@ -124,8 +115,8 @@ async function launch(
       );
     }
   } catch (e) {
-    // Could not start them all (out of descriptors, say): leave nothing running. With none
-    // started, every copy's reference is taken back. Known gap: when some had started, the
+    // A bad target, or could not start them all (out of descriptors, say): leave nothing
+    // running. With none started, every copy's reference is taken back. Known gap: when some had started, the
     // references of the copies that never started (and of killed children that had not yet
     // adopted theirs) stay counted; a memfd's segment then never recycles, and a named one
     // is left to the manager's grace rule (NOTE [The file_system manager]).

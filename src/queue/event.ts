@@ -56,7 +56,6 @@ export class Event {
     if (limit === 0) return false;
     const deadline = limit === null ? Infinity : performance.now() + limit;
     Atomics.add(w, WAITERS, 1);
-    this.#waiting++;
     try {
       for (;;) {
         if (Atomics.load(w, FLAG) === 1) return true;
@@ -80,13 +79,11 @@ export class Event {
         this.#check(); // closed here while waiting: the words may be gone
       }
     } finally {
-      this.#waiting--;
       // Not after close(): the words may be unmapped, and close() gave up this process's count.
       if (!this.#closed) Atomics.sub(w, WAITERS, 1);
     }
   }
-  #waiting = 0;
-  /** Ends the current slice of each pending wait (close()). */
+  /** Ends the current slice of each pending wait (close()): one per wait of this process. */
   readonly #onClose = new Set<() => void>();
 
   /** Frees this process's descriptor and mapping (a pending wait keeps the mapping until it ends). */
@@ -94,11 +91,11 @@ export class Event {
     if (this.#closed) return;
     this.#closed = true;
     untrack(this.#core);
-    if (this.#waiting > 0) {
+    if (this.#onClose.size > 0) {
       // This process's waits end now (they reject): set() need not wake them any more. The
       // wake ends their futex threads at once (a waiter elsewhere sees the flag unset and
       // waits on).
-      Atomics.sub(this.#state.words, WAITERS, this.#waiting);
+      Atomics.sub(this.#state.words, WAITERS, this.#onClose.size);
       for (const cut of this.#onClose) cut();
       this.#state.wake(FLAG);
     }

@@ -96,15 +96,16 @@ export class SegmentCache<S = unknown> {
     const cls = nbytes === this.#lastBytes ? this.#lastClass : sizeClass(nbytes);
     this.#lastBytes = nbytes;
     this.#lastClass = cls;
-    // A full pass now and then even when the class asked for has free segments: others that
-    // came back behind a segment held for long must reach the free lists, where the byte
-    // bound applies. Once per as many requests as there are busy segments: O(1) a request.
-    if (this.#busy.length > 0 && !this.#promoteOldest() && ++this.#sinceFullPass >= this.#busy.length) this.#promoteBusy();
-    let list = this.#free[strategy].get(cls);
-    if ((list === undefined || list.length === 0) && this.#busy.length > 0) {
-      this.#promoteBusy();
-      list = this.#free[strategy].get(cls);
+    // A full pass when the oldest busy segments left nothing of the class asked for, and now
+    // and then even when they did: others that came back behind a segment held for long must
+    // reach the free lists, where the byte bound applies. Once per as many requests as there
+    // are busy segments: O(1) a request.
+    const free = this.#free[strategy];
+    if (this.#busy.length > 0 && !this.#promoteOldest()) {
+      const cached = free.get(cls);
+      if (++this.#sinceFullPass >= this.#busy.length || cached === undefined || cached.length === 0) this.#promoteBusy();
     }
+    const list = free.get(cls);
     if (list !== undefined && list.length > 0) {
       const entry = list.pop()!;
       this.#freeBytes -= entry.segment.capacity;

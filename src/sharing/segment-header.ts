@@ -30,6 +30,8 @@
 // the manager has reclaimed the slot (milliseconds) would merge the two; the manager would
 // then subtract the newcomer's hold too.
 
+import { addon, type NativeMapping } from '../native/index.js';
+
 export const HEADER_BYTES = 4096;
 export const MAGIC = 0x47535054; // "TPSG" little-endian
 export const VERSION = 2;
@@ -41,6 +43,15 @@ const RECLAIMING = -1;
 /** Word index of the count of slot `i`; its pid is the word before. */
 export function countWord(i: number): number {
   return W_SLOTS + 2 * i + 1;
+}
+
+/**
+ * After the total was lowered to `left` (by a release here, or by the manager reclaiming a
+ * dead holder's references): wakes the creator if it waits for its segment to come back
+ * (NOTE [Waiting for a segment], word 6).
+ */
+export function wakeCreator(h: Int32Array, mapping: NativeMapping, left: number): void {
+  if (left === 1 && Atomics.load(h, W_WAITING) !== 0) addon.futexWake(mapping, W_REFS * 4, 1);
 }
 
 /** Writes a fresh header with one hold, by `pid`, in slot 0. Magic last: readers check it. */

@@ -25,7 +25,7 @@ import { addon, systemError, type NativeMapping } from '../native/index.js';
 import { BadHandleError } from '../errors.js';
 import type { SharingStrategy } from './strategy.js';
 import { checkRoom } from './room.js';
-import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, initHeader, claimSlot } from './segment-header.js';
+import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, initHeader, claimSlot, wakeCreator } from './segment-header.js';
 import { managerClient } from './manager/client.js';
 
 export { HEADER_BYTES } from './segment-header.js';
@@ -267,7 +267,7 @@ export class Segment {
   #dropTotal(): number {
     const left = Atomics.sub(this.header, W_REFS, 1) - 1;
     // The creator may be waiting for this segment to come back (NOTE [Waiting for a segment]).
-    if (left === 1 && Atomics.load(this.header, W_WAITING) !== 0) addon.futexWake(this.mapping, W_REFS * 4, 1);
+    wakeCreator(this.header, this.mapping, left);
     if (left === 0 && this.name !== null) {
       try {
         addon.shmUnlink(this.name);

@@ -12,7 +12,7 @@
 // producer that returns right after its last put still delivers it.
 // Receivers take exactly one datagram per get(): a process never reads ahead, so a consumer
 // that stops (or is killed) leaves every message it did not take to the others.
-import { addon, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
+import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
 import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError } from '../errors.js';
 import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
@@ -46,25 +46,13 @@ export interface KeptFrame extends Frame {
 
 /** Copies a frame's bytes and duplicates its descriptors (NOTE [Sending without blocking]). */
 export function keepFrame(frame: Frame): KeptFrame {
-  const fds = new Int32Array(frame.fds.length);
-  let i = 0;
+  let fds: number[];
   try {
-    for (; i < fds.length; i++) fds[i] = addon.dup(frame.fds[i]!);
+    fds = dupAll(frame.fds);
   } catch (e) {
-    for (let j = 0; j < i; j++) addon.close(fds[j]!);
     throw systemError(e, 'keeping a message until it can be sent');
   }
-  let disposed = false;
-  return {
-    bytes: frame.bytes.slice(),
-    fds,
-    abandon: frame.abandon,
-    dispose: () => {
-      if (disposed) return;
-      disposed = true;
-      for (const fd of fds) addon.close(fd);
-    },
-  };
+  return { bytes: frame.bytes.slice(), fds: Int32Array.from(fds), abandon: frame.abandon, dispose: closeOnce(fds) };
 }
 
 export interface EndpointOptions {
@@ -166,16 +154,11 @@ export class Endpoint {
    */
   sendValue(value: unknown): Promise<void> {
     try {
-      this.sendValueNow(value);
+      this.sendEncoded(this.encode(value));
     } catch (e) {
       return Promise.reject(e);
     }
     return Promise.resolve();
-  }
-
-  /** sendValue(), throwing instead of rejecting (for callers with their own undo, as Queue.put). */
-  sendValueNow(value: unknown): void {
-    this.sendEncoded(this.encode(value));
   }
 
   /** The frame of `value`, to send with sendEncoded() before anything else is encoded. */

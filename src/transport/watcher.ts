@@ -25,11 +25,13 @@ export class Watcher {
 
   /** Calls `cb` whenever the descriptor is readable (or hung up), until set to null. */
   onReadable(cb: ReadyCallback | null): void {
+    if (cb === this.#readable) return; // each waiting get asks again: nothing to change
     this.#readable = cb;
     this.#update();
   }
 
   onWritable(cb: ReadyCallback | null): void {
+    if (cb === this.#writable) return;
     this.#writable = cb;
     this.#update();
   }

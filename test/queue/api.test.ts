@@ -168,7 +168,7 @@ describe('SimpleQueue', () => {
     // The file's leak check (no descriptor left open, nothing in /dev/shm) is the assertion:
     // threads share the process's descriptors, so what the thread kept would show here.
     const q = new mp.SimpleQueue<{ k: number }>();
-    await mp.startProcesses(target('putManyThenExit'), { args: [q], startMethod: 'thread' });
+    await mp.startProcesses(target('putManyThenExit'), { args: [q, false], startMethod: 'thread' });
     const first = await q.get();
     assert.equal(first.k, 0, 'what went out before the exit arrives');
     q.close();
@@ -177,13 +177,14 @@ describe('SimpleQueue', () => {
   for (const [startMethod, close] of [['thread', false], ['thread', true], ['spawn', false]] as const) {
     test(`a bounded queue${close ? ' closed by its producer' : ''} whose ${startMethod === 'thread' ? 'thread' : 'process'} exits with messages unsent gets their slots back`, async () => {
       const q = new mp.Queue<{ k: number }>({ maxsize: 1000 });
-      await mp.startProcesses(target('putManyOnQueueThenExit'), { args: [q, close], startMethod });
+      await mp.startProcesses(target('putManyThenExit'), { args: [q, close], startMethod });
       let got = 0;
       for (;;) {
         try {
           await q.get({ timeout: 0 });
           got++;
-        } catch {
+        } catch (e) {
+          isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e); // drained, not failed
           break;
         }
       }

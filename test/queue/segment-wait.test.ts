@@ -17,6 +17,15 @@ const segmentOf = (t: mp.Tensor) => (t.storage.backing as Lease).segment;
 /** float32 elements of a 4 MiB tensor: its class is one that waits. */
 const BIG = 1 << 20;
 
+/** Puts a fresh large tensor on `q`, lets go of it here, and returns its segment. */
+async function sendBig(q: mp.Queue<mp.Tensor>): Promise<ReturnType<typeof segmentOf>> {
+  const t = mp.empty([BIG], { shared: true });
+  const seg = segmentOf(t);
+  await q.put(t);
+  t.release();
+  return seg;
+}
+
 after(() => {
   delete process.env.TENSORPROC_SEGMENT_WAIT_MS;
 });
@@ -60,10 +69,7 @@ test('file_system: a consumer killed holding the awaited segment: the manager ta
   const ctx = mp.spawn(target('dieWhenAwaited'), { args: [q], join: false });
   await ctx.started;
   try {
-    const t = mp.empty([BIG], { shared: true });
-    const seg = segmentOf(t);
-    await q.put(t);
-    t.release();
+    const seg = await sendBig(q);
     const created = segmentCache.created;
     const u = mp.empty([BIG], { shared: true }); // blocks until the manager reclaims the dead consumer's hold
     assert.equal(segmentOf(u), seg);
@@ -84,10 +90,7 @@ test('a consumer that keeps what it gets: one wait runs out, then no more waits 
   const ctx = mp.spawn(target('holdAndWait'), { args: [q, ready, 2, 'file_descriptor'], join: false });
   await ctx.started;
   try {
-    const a = mp.empty([BIG], { shared: true });
-    const segA = segmentOf(a);
-    await q.put(a);
-    a.release();
+    const segA = await sendBig(q);
     const runOut = segmentCache.waitsRunOut;
     const created = segmentCache.created;
     const b = mp.empty([BIG], { shared: true }); // a is held over there: the wait runs out

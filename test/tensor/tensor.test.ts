@@ -252,3 +252,12 @@ describe('shareMemory', () => {
     t.release();
   });
 });
+
+test('coded errors keep the built-in classes they extend', () => {
+  for (const C of [mp.InvalidStrategyError, mp.InvalidDtypeError, mp.InvalidArgumentError, mp.TargetNotFoundError, mp.TargetNotFunctionError, mp.TargetIsEntryError, mp.NotTransferableError]) {
+    assert.ok(C.prototype instanceof TypeError, `${C.name} is a TypeError`);
+  }
+  for (const C of [mp.InvalidShapeError, mp.IndexOutOfRangeError, mp.TooManyDescriptorsError]) {
+    assert.ok(C.prototype instanceof RangeError, `${C.name} is a RangeError`);
+  }
+});

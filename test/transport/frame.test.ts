@@ -313,7 +313,8 @@ describe('plain frames (NOTE [Plain frames])', () => {
     const args = (function (..._: unknown[]) {
       return arguments; // eslint-disable-line prefer-rest-params
     })(1, 2);
-    assert.throws(() => encodeMessage(args).abandon(), 'an arguments object is not plain (structured clone refuses it)');
+    // An arguments object is not plain: the VALUE path refuses it, as structured clone does.
+    throwsCoded(() => encodeMessage(args).abandon(), mp.NotTransferableError, 'ERR_TP_NOT_TRANSFERABLE');
     const looksLikeArray = Object.create(Array.prototype) as unknown[];
     assert.equal(kindOf(looksLikeArray), KIND_VALUE, 'an object with Array.prototype is not an array');
     const nullArray = Object.setPrototypeOf([1, 2], null) as unknown;
@@ -387,6 +388,45 @@ describe('plain frames (NOTE [Plain frames])', () => {
     throwsCoded(() => encodeMessage({ t }), mp.ReleasedError, 'ERR_TP_RELEASED');
     throwsCoded(() => encodeMessage(t), mp.ReleasedError, 'ERR_TP_RELEASED');
     assert.equal(segmentCache.created, created);
+  });
+
+  test('malformed PLAIN frames are FrameDecodeErrors, and their descriptors are closed', () => {
+    const good = (): Uint8Array => encodeMessage([1, 'two', { three: 3 }]).bytes.slice();
+    const deep = (): Uint8Array => {
+      // 40 nested one-element arrays around undefined: past the decoder's depth limit.
+      const tree = [...Array.from({ length: 40 }, () => [7, 1, 0, 0, 0]).flat(), 0];
+      const b = new Uint8Array(6 + tree.length + 2);
+      b.set([KIND_PLAIN, 1]);
+      new DataView(b.buffer).setUint32(2, 6 + tree.length, true);
+      b.set(tree, 6);
+      return b;
+    };
+    const cases: [string, () => Uint8Array][] = [
+      ['bytes after the table', () => Uint8Array.from([...good(), 0])],
+      ['a table offset past the end', () => {
+        const b = good();
+        new DataView(b.buffer).setUint32(2, b.length + 10, true);
+        return b;
+      }],
+      ['an unknown tag', () => {
+        const b = good();
+        b[6] = 200;
+        return b;
+      }],
+      ['nesting too deep', deep],
+    ];
+    for (const [what, make] of cases) {
+      const fd = addon.memfdCreate('r', 4096);
+      throwsCoded(() => decodeMessage(make(), [fd]), mp.FrameDecodeError, 'ERR_TP_BAD_FRAME');
+      assert.throws(() => addon.fstat(fd), (e: any) => e.code === 'EBADF', `${what}: its descriptor was closed`);
+    }
+    // A file_descriptor storage whose descriptor did not come with the message.
+    const t = mp.zeros([4], { shared: true });
+    const f = encodeMessage([t, 1]);
+    assert.equal(f.bytes[0], KIND_PLAIN);
+    throwsCoded(() => decodeMessage(f.bytes.slice(), []), mp.FrameDecodeError, 'ERR_TP_BAD_FRAME');
+    f.abandon(); // nothing was imported: the reference in flight is still the sender's to take back
+    t.release();
   });
 
   test('giving up part-way gives back what the PLAIN encoder took', () => {

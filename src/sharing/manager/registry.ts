@@ -2,7 +2,7 @@
 // when its holders go. Policy of NOTE [The file_system manager] (server.ts).
 import { readdirSync, statSync } from 'node:fs';
 import { addon, POLL_READABLE, type NativePoll } from '../../native/index.js';
-import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, holders, reclaimSlots } from '../segment-header.js';
+import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, holders, reclaimSlots, wakeCreator } from '../segment-header.js';
 import { creatorOf, NAME_PATTERN } from './protocol.js';
 import { isAlive } from './liveness.js';
 
@@ -284,7 +284,7 @@ export class Registry {
             total = Atomics.load(h, W_REFS);
             // Its creator may be waiting for it to come back (NOTE [Waiting for a segment]):
             // what a dead holder held is let go here, so the wake is ours to give.
-            if (took > 0 && total === 1 && Atomics.load(h, W_WAITING) !== 0) addon.futexWake(m, W_REFS * 4, 1);
+            if (took > 0) wakeCreator(h, m, total);
           }
         } finally {
           addon.unmap(m);
