@@ -17,7 +17,7 @@ export interface SpawnedProcess {
   /** Resolves when the child has exited (never rejects). */
   readonly exited: Promise<void>;
   isAlive(): boolean;
-  /** Sends a signal (default SIGTERM). A thread cannot take signals: any signal terminates it. */
+  /** Sends a signal (default SIGTERM). A thread cannot take signals: it is stopped instead (NOTE [Stopping a thread child]). */
   kill(signal?: NodeJS.Signals): void;
   /** kill('SIGTERM'). */
   terminate(): void;

@@ -61,6 +61,14 @@ export interface ArgsTakenMessage {
   kind: 'args';
 }
 
+/**
+ * Parent -> thread child: end now, as a process ends on SIGTERM, but through process.exit()
+ * so that the thread's exit handlers close what it holds (NOTE [Stopping a thread child]).
+ */
+export interface StopMessage {
+  kind: 'stop';
+}
+
 export type ParentMessage = StartMessage;
 export type ChildMessage = ErrorMessage | LoadedMessage | ArgsTakenMessage;
 

@@ -141,7 +141,8 @@ async function launch(
 
 // Argument descriptors held for thread children still decoding. Threads share the process's
 // descriptor table: a worker thread that spawned them and exits first closes them itself.
-// (Known gap: a worker ended by terminate() runs no 'exit' handler, and leaves them open.)
+// A thread stopped by a signal exits through process.exit() too (NOTE [Stopping a thread
+// child]); one ended by SIGKILL, or by terminate() while it ran a synchronous loop, cannot.
 const pendingArgs = new Set<EncodedArgs>();
 if (!isMainThread) {
   process.on('exit', () => {

@@ -1,12 +1,24 @@
 // A child started as a worker thread (startMethod 'thread'). Same semantics as a process
-// child, with two stand-ins: the "pid" is the worker's threadId, and a signal is
-// worker.terminate() (a thread cannot be signalled alone), reported as that signal.
+// child, with two stand-ins: the "pid" is the worker's threadId, and a signal is a stop the
+// parent asks of the thread (a thread cannot be signalled alone), reported as that signal.
+//
+// NOTE [Stopping a thread child]
+// Threads share their process's descriptor table, and a worker ended by worker.terminate()
+// runs no 'exit' handler: the queues, pipe ends, events and segments it held would stay open
+// in the process for good (a killed process leaves nothing behind only because the kernel
+// closes its descriptors). So SIGTERM and every other catchable signal become a StopMessage,
+// on which the thread calls process.exit(): its exit handlers close what it holds (lifetime.ts,
+// allocator.ts, spawn.ts), as a process's death would. A thread that cannot take the message
+// (a synchronous loop) is terminated STOP_GRACE_MS later, and SIGKILL terminates at once:
+// like a SIGKILLed process it then cleans up nothing, and what it held stays open.
 import { Worker } from 'node:worker_threads';
 import { ChildHandle } from './child-handle.js';
 import { errorMessage } from './error-payload.js';
-import type { ChildMessage, StartMessage } from './messages.js';
+import type { ChildMessage, StartMessage, StopMessage } from './messages.js';
 
 const LOAD_GRACE_MS = 2000;
+/** How long a stopped thread may take to run its exit handlers before it is terminated. */
+const STOP_GRACE_MS = 1000;
 
 // When tensorproc itself runs from its TypeScript sources (under tsx), the thread bootstrap
 // is a .ts file, which a worker cannot load on Node 20 before a loader is installed in it:
@@ -29,6 +41,7 @@ export class ThreadChild extends ChildHandle {
   readonly #worker: Worker;
   #killedWith: NodeJS.Signals | null = null;
   #loaded = false;
+  #stopAsked = false;
   #argsTaken!: () => void;
   /** Settles once the thread has its own copies of its argument descriptors, or has exited. */
   readonly argsTaken = new Promise<void>((resolve) => (this.#argsTaken = resolve));
@@ -49,7 +62,7 @@ export class ThreadChild extends ChildHandle {
       if (m?.kind === 'args') this.#argsTaken();
       if (m?.kind === 'loaded') {
         this.#loaded = true;
-        if (this.#killedWith) void worker.terminate();
+        if (this.#killedWith) this.#end();
       }
     });
     // An error outside fn that the bootstrap could not catch (it failed to load, say).
@@ -65,13 +78,27 @@ export class ThreadChild extends ChildHandle {
   }
 
   kill(signal: NodeJS.Signals = 'SIGTERM'): void {
-    if (!this.isAlive() || this.#killedWith) return;
+    if (!this.isAlive() || this.#killedWith === 'SIGKILL') return;
+    const first = this.#killedWith === null;
+    // The last signal asked is the one reported: SIGKILL after an unheeded SIGTERM, as for a process.
     this.#killedWith = signal;
-    // A worker terminated while its module loader has a file open leaks that descriptor (a
-    // Node limitation), so a thread still loading its target is terminated once it has
-    // loaded, or after LOAD_GRACE_MS if loading hangs.
-    if (this.#loaded) void this.#worker.terminate();
-    else setTimeout(() => void this.#worker.terminate(), LOAD_GRACE_MS).unref();
+    // A worker ended while its module loader has a file open leaks that descriptor (a Node
+    // limitation), so a thread still loading its target is stopped once it has loaded, or
+    // terminated after LOAD_GRACE_MS if loading hangs.
+    if (this.#loaded) this.#end();
+    else if (first) setTimeout(() => void this.#worker.terminate(), LOAD_GRACE_MS).unref();
+  }
+
+  /** Ends the thread as #killedWith asks (NOTE [Stopping a thread child]). */
+  #end(): void {
+    if (this.#killedWith === 'SIGKILL') {
+      void this.#worker.terminate();
+      return;
+    }
+    if (this.#stopAsked) return;
+    this.#stopAsked = true;
+    this.#worker.postMessage({ kind: 'stop' } satisfies StopMessage);
+    setTimeout(() => void this.#worker.terminate(), STOP_GRACE_MS).unref();
   }
 
   setRef(ref: boolean): void {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkLeaks } from '../helpers/leaks.js';
+import { checkLeaks, openFds } from '../helpers/leaks.js';
 import { waitForFile } from './fixtures/files.js';
 import {
   startProcesses,
@@ -19,6 +19,8 @@ import {
   Pipe,
   PipeClosedError,
   Event as MpEvent,
+  Queue,
+  emptyCache,
   type StartMethod,
 } from '../../src/index.js';
 import { isCoded } from '../helpers/errors.js';
@@ -311,5 +313,59 @@ describe('spawn()', () => {
       name: 'ProcessExitedException',
       message: 'process 0 terminated with signal SIGKILL',
     });
+  });
+});
+
+describe("stopping a thread child (NOTE [Stopping a thread child])", () => {
+  it('terminate() lets the thread close everything it held: its descriptors do not outlive it', TIMEOUT, async () => {
+    // Threads share the process's descriptors: what a terminated thread left open would
+    // show here. Before the stop message, worker.terminate() ran no exit handler.
+    const before = new Set(openFds().keys());
+    const q = new Queue();
+    const ready = new MpEvent();
+    const ctx = startProcesses(target('holdThenWait'), { args: [q, ready], join: false, startMethod: 'thread' });
+    try {
+      await ready.wait();
+      ctx.processes[0]!.terminate();
+      await assert.rejects(ctx.join(), (e: unknown) => {
+        assert.ok(e instanceof ProcessExitedException);
+        assert.equal(e.signalName, 'SIGTERM');
+        return true;
+      });
+    } finally {
+      await reap(ctx);
+      q.close();
+      ready.close();
+    }
+    emptyCache();
+    assert.deepEqual([...openFds().keys()].filter((fd) => !before.has(fd)), [], 'descriptors the thread held are closed');
+  });
+
+  it('a thread that cannot take the stop (a synchronous loop) is terminated all the same', TIMEOUT, async () => {
+    const dir = freshDir();
+    const ctx = startProcesses(target('spinAfterReady'), { args: [dir], join: false, startMethod: 'thread' });
+    try {
+      await waitForFile(join(dir, 'ready-0'));
+      ctx.processes[0]!.terminate();
+      await ctx.processes[0]!.exited;
+      assert.equal(ctx.processes[0]!.signalName, 'SIGTERM');
+    } finally {
+      await reap(ctx);
+    }
+  });
+
+  it('SIGKILL after an unheeded SIGTERM ends the thread at once and is what is reported', TIMEOUT, async () => {
+    const dir = freshDir();
+    const ctx = startProcesses(target('spinAfterReady'), { args: [dir], join: false, startMethod: 'thread' });
+    try {
+      await waitForFile(join(dir, 'ready-0'));
+      ctx.processes[0]!.kill('SIGTERM');
+      ctx.processes[0]!.kill('SIGKILL');
+      await ctx.processes[0]!.exited;
+      assert.equal(ctx.processes[0]!.signalName, 'SIGKILL');
+      assert.equal(ctx.processes[0]!.exitCode, -9);
+    } finally {
+      await reap(ctx);
+    }
   });
 });
