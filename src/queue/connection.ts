@@ -5,7 +5,7 @@
 import { addon, systemError } from '../native/index.js';
 import { InvalidArgumentError } from '../errors.js';
 import { Endpoint, checkTimeout, registerReduction } from '../transport/index.js';
-import { checkState, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
+import { checkState, remember, keyOrClose, reuseOrAdopt, track, untrack } from './lifetime.js';
 
 const READABLE = 1;
 const WRITABLE = 2;
@@ -23,9 +23,10 @@ export class Connection<T = unknown> {
     adopting = null;
     this.#endpoint = endpoint;
     this.#mode = mode;
+    const identity = key ?? keyOrClose(endpoint);
     track(this, endpoint);
     endpoint.setOwner(this); // NOTE [Waiting keeps the owner alive]
-    remember(key ?? identityKey(endpoint.recvFd), this);
+    remember(identity, this);
   }
 
   /** @internal `key`: the socket's identity when the caller has it already. */
@@ -102,5 +103,19 @@ export function Pipe<T = unknown>(duplex = true): [Connection<T>, Connection<T>]
     throw systemError(e, 'creating a pipe');
   }
   const both = READABLE | WRITABLE;
-  return [Connection.adopt(fds[0], duplex ? both : READABLE), Connection.adopt(fds[1], duplex ? both : WRITABLE)] as [Connection<T>, Connection<T>];
+  let a: Connection<T>;
+  try {
+    a = Connection.adopt(fds[0], duplex ? both : READABLE) as Connection<T>;
+  } catch (e) {
+    addon.close(fds[1]); // the first end closed its own descriptor
+    throw e;
+  }
+  let b: Connection<T>;
+  try {
+    b = Connection.adopt(fds[1], duplex ? both : WRITABLE) as Connection<T>;
+  } catch (e) {
+    a.close();
+    throw e;
+  }
+  return [a, b];
 }

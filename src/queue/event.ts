@@ -20,8 +20,16 @@ export class Event {
 
   constructor() {
     const words = adopting?.words ?? SharedWords.create();
-    const key = adopting?.key ?? identityKey(words.fd);
+    let key = adopting?.key;
     adopting = null;
+    if (key === undefined) {
+      try {
+        key = identityKey(words.fd);
+      } catch (e) {
+        words.close();
+        throw e;
+      }
+    }
     this.#state = words;
     // The finalizer's held value must not reach `this`: it closes the words directly.
     this.#core = { close: () => words.close() };

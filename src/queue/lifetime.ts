@@ -14,7 +14,7 @@
 // holds when it exits: threads share the descriptor table of their process, so what a thread
 // leaves open would stay open.
 import { isMainThread } from 'node:worker_threads';
-import { addon } from '../native/index.js';
+import { addon, systemError } from '../native/index.js';
 import { FrameDecodeError } from '../errors.js';
 
 export interface Closable {
@@ -44,8 +44,23 @@ export function untrack(core: Closable): void {
 
 /** The identity of what a descriptor refers to (a socket, a memfd): device and inode. */
 export function identityKey(fd: number): string {
-  const [, dev, ino] = addon.fstat(fd);
-  return `${dev}:${ino}`;
+  let st: [number, number, number];
+  try {
+    st = addon.fstat(fd);
+  } catch (e) {
+    throw systemError(e, 'reading the identity of a queue, pipe end or event');
+  }
+  return `${st[1]}:${st[2]}`;
+}
+
+/** identityKey() of a new endpoint's socket; the endpoint is closed if it cannot be read. */
+export function keyOrClose(endpoint: Closable & { readonly recvFd: number }): string {
+  try {
+    return identityKey(endpoint.recvFd);
+  } catch (e) {
+    endpoint.close();
+    throw e;
+  }
 }
 
 export function remember(key: string, obj: object): void {

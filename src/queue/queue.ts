@@ -30,7 +30,7 @@ class QueueCore {
   readonly slots: Slots;
   readonly key: string;
 
-  constructor(sendFd: number, recvFd: number, state: SharedWords, maxsize: number, key = identityKey(recvFd)) {
+  constructor(sendFd: number, recvFd: number, state: SharedWords, maxsize: number, key: string) {
     this.state = state;
     this.key = key;
     this.endpoint = new Endpoint(sendFd, recvFd, {
@@ -77,13 +77,21 @@ export class Queue<T = unknown> {
         throw systemError(e, 'creating a queue');
       }
       let state: SharedWords;
+      let key: string;
       try {
         state = SharedWords.create();
       } catch (e) {
         closeAll(fds);
         throw e;
       }
-      this.#core = new QueueCore(fds[0], fds[1], state, maxsize);
+      try {
+        key = identityKey(fds[1]);
+      } catch (e) {
+        state.close();
+        closeAll(fds);
+        throw e;
+      }
+      this.#core = new QueueCore(fds[0], fds[1], state, maxsize, key);
     }
     track(this, this.#core);
     this.#core.endpoint.setOwner(this); // NOTE [Waiting keeps the owner alive]

@@ -2,7 +2,7 @@
 // just the socketpair of a Queue (NOTE [Frames], NOTE [Sending without blocking]).
 import { addon, systemError } from '../native/index.js';
 import { Endpoint, registerReduction } from '../transport/index.js';
-import { checkState, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
+import { checkState, remember, keyOrClose, reuseOrAdopt, track, untrack } from './lifetime.js';
 
 let adopting: { endpoint: Endpoint; key: string } | null = null;
 
@@ -22,10 +22,11 @@ export class SimpleQueue<T = unknown> {
         throw systemError(e, 'creating a queue');
       }
       this.#endpoint = new Endpoint(fds[0], fds[1], { what: 'queue' });
+      key = keyOrClose(this.#endpoint);
     }
     track(this, this.#endpoint);
     this.#endpoint.setOwner(this); // NOTE [Waiting keeps the owner alive]
-    remember(key ?? identityKey(this.#endpoint.recvFd), this);
+    remember(key!, this);
   }
 
   /** Puts `obj` on the queue; resolves once it is in the queue. */

@@ -312,3 +312,31 @@ describe('waiting keeps the owner alive (NOTE [Waiting keeps the owner alive])',
     q.close();
   });
 });
+
+describe('construction that fails half-way', () => {
+  test('a queue, pipe or event whose identity cannot be read is refused with a coded error and leaves no descriptor open', async () => {
+    // fstat of a descriptor just made cannot fail on its own: the failure is injected, as the
+    // only way to reach this cleanup path.
+    const { addon } = await import('../../src/native/index.js');
+    const real = addon.fstat;
+    const before = new Set(openFds().keys());
+    const makers: [string, () => unknown][] = [
+      ['Queue', () => new mp.Queue()],
+      ['SimpleQueue', () => new mp.SimpleQueue()],
+      ['Pipe', () => mp.Pipe()],
+      ['Event', () => new mp.Event()],
+    ];
+    for (const [name, make] of makers) {
+      addon.fstat = () => {
+        throw Object.assign(new Error('input/output error'), { code: 'EIO', errno: 5, syscall: 'fstat' });
+      };
+      try {
+        assert.throws(make, code('ERR_TP_SYSTEM', mp.TensorprocSystemError), name);
+      } finally {
+        addon.fstat = real;
+      }
+    }
+    await collectGarbage(); // nothing may depend on the collector: this only rules it out as the reason
+    assert.deepEqual([...openFds().keys()].filter((fd) => !before.has(fd)), []);
+  });
+});
