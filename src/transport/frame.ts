@@ -26,7 +26,8 @@ import { reductionNamed, type Reduction } from './registry.js';
 import { Reducer, Rebuilder } from './message-table.js';
 import { checkHandle, checkTensorLayout, exportForCopies } from './reductions.js';
 import {
-  DTYPE_CODE, DTYPE_CODES, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, KIND_SPILL, KIND_TENSOR, KIND_VALUE, MAX_FDS, MAX_NDIM, STRATEGIES,
+  DTYPE_CODE, DTYPE_CODES, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, KIND_SPILL, KIND_TENSOR, KIND_VALUE, MAX_FDS, MAX_NDIM, STRATEGIES, STRATEGY_CODE,
+  receivedViews, viewsOf,
 } from './wire.js';
 import { decodePlain, encodePlain } from './plain.js';
 
@@ -43,7 +44,7 @@ export interface Frame {
 
 
 const scratch = new Uint8Array(8 * (4 + 2 * MAX_NDIM) + 256);
-const view = new DataView(scratch.buffer);
+const { view, text: scratchText } = viewsOf(scratch.buffer);
 const NO_FDS = new Int32Array(0);
 // Frames are sent (or kept, with their own copies) before the next encode: one array serves.
 const ONE_FD = new Int32Array(1);
@@ -75,11 +76,9 @@ export function checkMessage(value: unknown, path = ''): void {
 }
 
 // Names are ASCII (segment names, `fd:<dev>:<ino>` keys): one native call writes or reads one.
-const scratchBytes = Buffer.from(scratch.buffer, scratch.byteOffset, scratch.byteLength);
-
 function writeName(at: number, name: string | null): number {
   if (name === null) return at;
-  return at + scratchBytes.write(name, at, 'latin1');
+  return at + scratchText.latin1Write(name, at, scratch.length - at);
 }
 
 function encodeTensor(t: Tensor): Frame {
@@ -91,7 +90,7 @@ function encodeTensor(t: Tensor): Frame {
   scratch[1] = FRAME_VERSION;
   scratch[2] = DTYPE_CODE.get(t.dtype)!;
   scratch[3] = ndim;
-  scratch[4] = handle.strategy === 'file_system' ? 1 : 0;
+  scratch[4] = STRATEGY_CODE[handle.strategy];
   scratch[5] = name === null ? 0 : name.length;
   view.setFloat64(8, handle.nbytes, true);
   view.setFloat64(16, t.offset, true);
@@ -147,7 +146,7 @@ function spill(inner: Uint8Array, reducer: Reducer): Frame {
   const name = handle.name;
   scratch[0] = KIND_SPILL;
   scratch[1] = FRAME_VERSION;
-  scratch[2] = handle.strategy === 'file_system' ? 1 : 0;
+  scratch[2] = STRATEGY_CODE[handle.strategy];
   scratch[3] = name === null ? 0 : name.length;
   view.setUint32(4, inner.length, true);
   view.setFloat64(8, handle.nbytes, true);
@@ -164,9 +163,24 @@ function spill(inner: Uint8Array, reducer: Reducer): Frame {
  * owned by it, the others are closed before this returns or throws.
  */
 export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknown {
-  if (bytes[0] === KIND_TENSOR) return decodeLoneTensor(bytes, fds, fds.length, 0);
-  if (bytes[0] === KIND_PLAIN) return decodePlainFrame(bytes, fds, fds.length, 0);
-  const ctx = new Rebuilder(fds);
+  return decodeAt(bytes, fds, fds.length, 0);
+}
+
+/** decodeMessage() for a datagram as the addon's recv() leaves it: `fds[0]` descriptors follow in `fds`. */
+export function decodeReceived(bytes: Uint8Array, fds: Int32Array): unknown {
+  return decodeAt(bytes, fds, fds[0]!, 1);
+}
+
+/**
+ * The one dispatch on a frame's kind. `fds` holds the datagram's `count` descriptors from
+ * index `first`; a lone tensor, the common case, is decoded without making an array of them.
+ */
+function decodeAt(bytes: Uint8Array, fds: ArrayLike<number>, count: number, first: number): unknown {
+  if (bytes[0] === KIND_TENSOR) return decodeLoneTensor(bytes, fds, count, first);
+  if (bytes[0] === KIND_PLAIN) return decodePlainFrame(bytes, fds, count, first);
+  const list = new Array<number>(count);
+  for (let i = 0; i < count; i++) list[i] = fds[first + i]!;
+  const ctx = new Rebuilder(list);
   try {
     return decodeFrame(bytes, ctx, true);
   } catch (e) {
@@ -176,29 +190,16 @@ export function decodeMessage(bytes: Uint8Array, fds: readonly number[]): unknow
   }
 }
 
-/**
- * decodeMessage() for a datagram as the addon's recv() leaves it: `fds[0]` descriptors follow
- * in `fds`. A lone tensor, the common case, is decoded without making an array of them.
- */
-export function decodeReceived(bytes: Uint8Array, fds: Int32Array): unknown {
-  const count = fds[0]!;
-  if (bytes[0] === KIND_TENSOR) return decodeLoneTensor(bytes, fds, count);
-  if (bytes[0] === KIND_PLAIN) return decodePlainFrame(bytes, fds, count, 1);
-  const list = new Array<number>(count);
-  for (let i = 0; i < count; i++) list[i] = fds[i + 1]!;
-  return decodeMessage(bytes, list);
-}
-
 // A TENSOR frame, without the Rebuilder's bookkeeping: at most one descriptor, and it is
 // descriptor 0 (NOTE [Frames]). It only ever travels alone, never inside a spill. `fds`
 // holds `count` descriptors from index `first`.
-function decodeLoneTensor(bytes: Uint8Array, fds: ArrayLike<number>, count: number, first = 1): Tensor {
+function decodeLoneTensor(bytes: Uint8Array, fds: ArrayLike<number>, count: number, first: number): Tensor {
   let fd = count > 0 ? fds[first]! : null;
   try {
     for (let i = 1; i < count; i++) addon.close(fds[first + i]!);
     checkVersion(bytes);
     if (bytes.length < 24) throw new FrameDecodeError('A received tensor message is truncated.');
-    const dv = viewOf(bytes);
+    const dv = receivedViews(bytes).view;
     const at0 = bytes.byteOffset;
     const dtype = DTYPE_CODES[bytes[2]!];
     if (dtype === undefined) throw new FrameDecodeError(`A received tensor has dtype code ${bytes[2]}.`);
@@ -238,18 +239,6 @@ function decodePlainFrame(bytes: Uint8Array, fds: ArrayLike<number>, count: numb
   }
 }
 
-let lastBuffer: ArrayBufferLike | null = null;
-let lastView: DataView | null = null;
-
-/** A DataView over the whole buffer of `bytes` (the receive buffer: made once). */
-function viewOf(bytes: Uint8Array): DataView {
-  if (bytes.buffer !== lastBuffer) {
-    lastBuffer = bytes.buffer;
-    lastView = new DataView(bytes.buffer);
-  }
-  return lastView!;
-}
-
 function asDecodeError(e: unknown): Error {
   if (isTensorprocError(e)) return e;
   return new FrameDecodeError(`A received message could not be decoded (${(e as Error)?.message ?? String(e)}): it is corrupt, or was not sent by this version of tensorproc.`);
@@ -273,19 +262,12 @@ function decodeFrame(bytes: Uint8Array, ctx: Rebuilder, outer: boolean): unknown
   throw new FrameDecodeError(`A received message has an unknown frame kind ${bytes[0]}.`);
 }
 
-let lastNameBuffer: ArrayBufferLike | null = null;
-let lastNameBytes: Buffer | null = null;
-
 /** The name of `len` bytes at `at`; null when there is none (len 0). */
 function readName(bytes: Uint8Array, at: number, len: number): string | null {
   if (len === 0) return null;
   if (at + len > bytes.length) throw new FrameDecodeError('A received message is truncated.');
-  if (bytes.buffer !== lastNameBuffer) {
-    lastNameBuffer = bytes.buffer;
-    lastNameBytes = Buffer.from(bytes.buffer);
-  }
   const from = bytes.byteOffset + at;
-  return lastNameBytes!.toString('latin1', from, from + len);
+  return receivedViews(bytes).text.latin1Slice(from, from + len);
 }
 
 

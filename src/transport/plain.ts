@@ -40,7 +40,9 @@ import { abandonExport, exportStorage, importStorage, type ExportedStorage, type
 import { FrameDecodeError } from '../errors.js';
 import { addon } from '../native/index.js';
 import { checkHandle, checkTensorLayout } from './reductions.js';
-import { DTYPE_CODE, DTYPE_CODES, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, MAX_FDS, MAX_NDIM, STRATEGIES } from './wire.js';
+import {
+  DTYPE_CODE, DTYPE_CODES, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, MAX_FDS, MAX_NDIM, STRATEGIES, STRATEGY_CODE, receivedViews, viewsOf, type Codecs,
+} from './wire.js';
 import type { Frame } from './frame.js';
 
 const MAX_NODES = 256;
@@ -52,21 +54,11 @@ const T_UNDEFINED = 0, T_NULL = 1, T_FALSE = 2, T_TRUE = 3, T_INT = 4, T_FLOAT =
 /** A table entry: strategy, name length, descriptor index, nbytes; then the name. */
 const ENTRY = 12;
 
-// Buffer's native string codecs, without the encoding lookup of write()/toString() (Node has
-// had them since its first releases; @types does not list them).
-interface Codecs {
-  ucs2Write(s: string, offset: number, length: number): number;
-  ucs2Slice(start: number, end: number): string;
-  latin1Write(s: string, offset: number, length: number): number;
-  latin1Slice(start: number, end: number): string;
-}
-
 // --- encoding ---------------------------------------------------------------------------
 
 // One output buffer per thread: a frame is sent (or kept, copied) before the next encode.
 const out = new Uint8Array(INLINE_MAX);
-const outView = new DataView(out.buffer);
-const outText = Buffer.from(out.buffer) as unknown as Codecs;
+const { view: outView, text: outText } = viewsOf(out.buffer);
 let at = 0;
 let nodes = 0;
 let writing = false;
@@ -134,7 +126,7 @@ function writeTable(): Frame | null {
       exported.push(x);
       const name = x.handle.name;
       if (name !== null && name.length > 255) throw GIVE_UP;
-      out[at] = x.handle.strategy === 'file_system' ? 1 : 0;
+      out[at] = STRATEGY_CODE[x.handle.strategy];
       out[at + 1] = name === null ? 0 : name.length;
       outView.setUint16(at + 2, x.fd === null ? NO_FD : fds.length, true);
       outView.setFloat64(at + 4, x.handle.nbytes, true);
@@ -309,10 +301,7 @@ export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: nu
   const state = fdState;
   state.fill(FD_UNUSED, 0, count);
   try {
-    if (bytes.buffer !== src.buffer) {
-      srcView = new DataView(bytes.buffer);
-      srcText = Buffer.from(bytes.buffer as ArrayBuffer) as unknown as Codecs;
-    }
+    if (bytes.buffer !== src.buffer) ({ view: srcView, text: srcText } = receivedViews(bytes));
     src = bytes;
     if (bytes.length < HEAD) throw truncated();
     const tableAt = srcView.getUint32(bytes.byteOffset + 2, true);

@@ -20,3 +20,37 @@ export const MAX_NDIM = 64;
 export const DTYPE_CODES: readonly DType[] = ['float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'bool', 'float16', 'bfloat16'];
 export const DTYPE_CODE = new Map<string, number>(DTYPE_CODES.map((d, i) => [d, i]));
 export const STRATEGIES: readonly SharingStrategy[] = ['file_descriptor', 'file_system'];
+/** STRATEGIES inverted: the code a strategy travels as. */
+export const STRATEGY_CODE: Readonly<Record<SharingStrategy, number>> = { file_descriptor: 0, file_system: 1 };
+
+// Buffer's native string codecs, without the encoding lookup of write()/toString() (Node has
+// had them since its first releases; @types does not list them).
+export interface Codecs {
+  ucs2Write(s: string, offset: number, length: number): number;
+  ucs2Slice(start: number, end: number): string;
+  latin1Write(s: string, offset: number, length: number): number;
+  latin1Slice(start: number, end: number): string;
+}
+
+/** A DataView and a Buffer over the whole of one ArrayBuffer. */
+export interface BufferViews {
+  readonly buffer: ArrayBufferLike;
+  readonly view: DataView;
+  readonly text: Codecs;
+}
+
+export function viewsOf(buffer: ArrayBufferLike): BufferViews {
+  return { buffer, view: new DataView(buffer), text: Buffer.from(buffer as ArrayBuffer) as unknown as Codecs };
+}
+
+let received: BufferViews | null = null;
+
+/**
+ * The views of the buffer `bytes` lies in. Frames are decoded from one receive buffer per
+ * thread (the endpoint's), so the views are made once, not per message, whichever decoder
+ * (frame.ts, plain.ts) asks.
+ */
+export function receivedViews(bytes: Uint8Array): BufferViews {
+  if (received === null || received.buffer !== bytes.buffer) received = viewsOf(bytes.buffer);
+  return received;
+}
