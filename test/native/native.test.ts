@@ -1,7 +1,7 @@
 // The addon's primitives, one by one, with real memory, descriptors and processes.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, ftruncateSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, ftruncateSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -272,6 +272,30 @@ describe('errors from the system', () => {
       assert.equal(out.name, 'AddonError'); // thrown in another process: its class shows as its name
       assert.equal(out.code, 'ERR_TP_ADDON_MISSING');
       assert.match(out.message, /npm ci/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test('a package whose addon is broken says so, and how to rebuild it (ERR_TP_ADDON_MISSING)', () => {
+    // The compiled JavaScript with a build/Release/tensorproc.node that is not a shared object.
+    const root = mkdtempSync(join(tmpdir(), 'tensorproc-badaddon-'));
+    try {
+      cpSync(fileURLToPath(new URL('../../src', import.meta.url)), join(root, 'dist', 'src'), { recursive: true });
+      writeFileSync(join(root, 'package.json'), '{"type":"module"}');
+      mkdirSync(join(root, 'build', 'Release'), { recursive: true });
+      writeFileSync(join(root, 'build', 'Release', 'tensorproc.node'), 'console.log("ran as a script")\n');
+      const env = { ...process.env };
+      delete env.TENSORPROC_ADDON;
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e',
+        `import(${JSON.stringify(pathToFileURL(join(root, 'dist', 'src', 'index.js')).href)}).catch((e) => { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); })`],
+      { encoding: 'utf8', env });
+      assert.doesNotMatch(r.stdout, /ran as a script/, 'the file is opened as a shared object, never run');
+      const out = JSON.parse(r.stdout);
+      assert.equal(out.name, 'AddonError'); // thrown in another process: its class shows as its name
+      assert.equal(out.code, 'ERR_TP_ADDON_MISSING');
+      assert.match(out.message, /does not load/);
+      assert.match(out.message, /npm rebuild tensorproc/);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
