@@ -193,6 +193,25 @@ export class Queue<T = unknown> {
     this.#core.close();
   }
 
+  /**
+   * torch join_thread(): resolves once every message this process put has gone into the
+   * queue (a put resolves at once even when the socket is full, and the message then waits
+   * in this process: NOTE [Sending without blocking]). A process that exits waits for that
+   * anyway, unless cancelJoinThread() was called; then this resolves at once.
+   */
+  joinThread(): Promise<void> {
+    return this.#core.endpoint.whenFlushed();
+  }
+
+  /**
+   * torch cancel_join_thread(): this process may exit before what it put has gone into the
+   * queue (its consumers may be gone, and it would otherwise wait for them for good). What
+   * has not gone out by then is lost, its slots and shared memory given back.
+   */
+  cancelJoinThread(): void {
+    this.#core.endpoint.cancelJoin();
+  }
+
   /** True after close() in this process. */
   isClosed(): boolean {
     return this.#core.endpoint.closed;

@@ -10,6 +10,10 @@
 // feeder thread, so that a process may put and then get on one queue. Like torch's feeder,
 // a backlog keeps the process alive until it is flushed (a ref'd writable poll), so a
 // producer that returns right after its last put still delivers it.
+// A process that must not wait for that (its consumers may be gone) calls cancelJoin()
+// (torch's cancel_join_thread()): the backlog then no longer keeps it alive, and what is
+// still in it when the process exits is given back unsent. whenFlushed() is torch's
+// join_thread(): it resolves once the backlog is empty.
 // Receivers take exactly one datagram per get(): a process never reads ahead, so a consumer
 // that stops (or is killed) leaves every message it did not take to the others.
 import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
@@ -88,6 +92,9 @@ export class Endpoint {
   #pins = 0;
   #pinned: object | null = null;
   #backlog: KeptFrame[] = [];
+  /** whenFlushed() calls waiting for the backlog to empty. */
+  #flushWaiters: (() => void)[] = [];
+  #joinCancelled = false;
   #closed = false;
   #fdsClosed = false;
   #ended = false;
@@ -209,8 +216,30 @@ export class Endpoint {
     }
     backlogged.delete(this);
     this.sendWatcher.onWritable(null);
+    this.#settleFlushed();
     if (this.#closed) this.#closeFds();
   };
+
+  /**
+   * Resolves once every frame kept in the backlog has gone into the socket, or was dropped
+   * (a send error, the process's exit): at once when nothing is kept, or after cancelJoin().
+   */
+  whenFlushed(): Promise<void> {
+    if (this.#backlog.length === 0 || this.#joinCancelled) return Promise.resolve();
+    return new Promise((resolve) => this.#flushWaiters.push(resolve));
+  }
+
+  /** The backlog no longer keeps this process alive (NOTE [Sending without blocking]). */
+  cancelJoin(): void {
+    if (this.#joinCancelled) return;
+    this.#joinCancelled = true;
+    if (!this.#fdsClosed) this.sendWatcher.setWritableKeepsAlive(false);
+    this.#settleFlushed();
+  }
+
+  #settleFlushed(): void {
+    for (const resolve of this.#flushWaiters.splice(0)) resolve();
+  }
 
   #drop(k: KeptFrame, abandon: boolean): void {
     k.dispose();
@@ -394,6 +423,7 @@ export class Endpoint {
   dropBacklog(): void {
     backlogged.delete(this);
     for (const k of this.#backlog.splice(0)) this.#drop(k, true);
+    this.#settleFlushed();
   }
 
   #closeFds(): void {

@@ -17,6 +17,8 @@ export class Watcher {
   #started = 0;
   #readable: ReadyCallback | null = null;
   #writable: ReadyCallback | null = null;
+  /** Whether a writable interest keeps the process alive (it does unless told otherwise). */
+  #writableKeepsAlive = true;
   #closed = false;
 
   constructor(fd: number) {
@@ -36,6 +38,15 @@ export class Watcher {
     this.#update();
   }
 
+  /**
+   * Whether waiting for room to write keeps the process alive (default true): false lets a
+   * process exit with frames still unsent (Queue.cancelJoinThread()).
+   */
+  setWritableKeepsAlive(keep: boolean): void {
+    this.#writableKeepsAlive = keep;
+    this.#update();
+  }
+
   #wanted(): number {
     return (this.#readable ? POLL_READABLE | POLL_DISCONNECT : 0) | (this.#writable ? POLL_WRITABLE : 0);
   }
@@ -52,7 +63,8 @@ export class Watcher {
       this.#started |= wanted;
       this.#poll.start(this.#started);
     }
-    this.#poll.ref();
+    if (this.#readable !== null || this.#writableKeepsAlive) this.#poll.ref();
+    else this.#poll.unref();
   }
 
   #fire(status: number, events: number): void {

@@ -148,6 +148,60 @@ describe('Queue', () => {
   });
 });
 
+describe('Queue: joinThread and cancelJoinThread (torch join_thread, cancel_join_thread)', () => {
+  test('joinThread() resolves once everything put has gone into the queue, not before', async () => {
+    const q = new mp.Queue<{ k: number; pad: string }>();
+    for (let k = 0; k < 100; k++) await q.put({ k, pad: 'x'.repeat(30000) }); // 3 MB: most waits in this process
+    let flushed = false;
+    const joined = q.joinThread().then(() => (flushed = true));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(flushed, false, 'messages are still waiting in this process');
+    for (let k = 0; k < 100; k++) assert.equal((await q.get()).k, k);
+    await joined;
+    assert.equal(flushed, true);
+    await q.joinThread(); // nothing kept: at once
+    q.close();
+  });
+
+  for (const startMethod of ['spawn', 'thread'] as const) {
+    test(`a ${startMethod === 'spawn' ? 'process' : 'thread'} that returns with messages unsent delivers them all before it exits`, async () => {
+      const q = new mp.Queue<{ k: number; t: mp.Tensor }>({ maxsize: 1000 });
+      const ctx = mp.startProcesses(target('putManyAndReturn'), { args: [q, false], join: false, startMethod });
+      try {
+        for (let k = 0; k < 400; k++) {
+          const m = await q.get();
+          assert.equal(m.k, k);
+          m.t.release();
+        }
+      } finally {
+        while (!(await ctx.join()));
+      }
+      assert.equal(q.qsize(), 0);
+      q.close();
+    });
+
+    test(`after cancelJoinThread() a ${startMethod === 'spawn' ? 'process' : 'thread'} exits without waiting for its consumers, and what it left unsent is given back`, async () => {
+      const q = new mp.Queue<{ k: number; t: mp.Tensor }>({ maxsize: 1000 });
+      // Nobody reads until the child has exited: without the cancel it would wait for good.
+      await mp.startProcesses(target('putManyAndReturn'), { args: [q, true], startMethod });
+      let got = 0;
+      for (;;) {
+        try {
+          const m = await q.get({ timeout: 0 });
+          assert.equal(m.k, got++);
+          m.t.release();
+        } catch (e) {
+          isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e); // drained, not failed
+          break;
+        }
+      }
+      assert.ok(got > 0 && got < 400, `${got} of 400 went out before the exit`);
+      assert.equal(q.qsize(), 0, 'no slot is held by a message that will never arrive');
+      q.close();
+    });
+  }
+});
+
 describe('SimpleQueue', () => {
   test('put, get, empty, close', async () => {
     const q = new mp.SimpleQueue<{ t: mp.Tensor }>();
