@@ -267,7 +267,9 @@ export class Segment {
   #dropTotal(): number {
     const left = Atomics.sub(this.header, W_REFS, 1) - 1;
     // The creator may be waiting for this segment to come back (NOTE [Waiting for a segment]).
-    wakeCreator(this.header, this.mapping, left);
+    // Not through a mapping given up already (the header view keeps the memory, but the
+    // mapping's handle is spent): that creator's wait then runs out instead.
+    if (!this.#unmapped) wakeCreator(this.header, this.mapping, left);
     if (left === 0 && this.name !== null) {
       try {
         addon.shmUnlink(this.name);

@@ -441,9 +441,11 @@ export class Endpoint {
 // with a backlog, which otherwise keeps it alive until it is sent) gives them back: a bounded
 // queue's slots are freed (onDropped), and references in flight abandoned. A worker thread
 // also closes the descriptors, which its process keeps (NOTE [Queue objects and descriptors]).
-// A kill runs no hook: that loses what the backlog held.
+// A kill runs no hook: that loses what the backlog held. First of the exit hooks: the
+// references given back are dropped through segment headers that the allocator's own exit
+// hook unmaps (allocator.ts), and a creator waiting for its segment is woken through them.
 const backlogged = new Set<Endpoint>();
-process.on('exit', () => {
+process.prependListener('exit', () => {
   for (const e of backlogged) {
     if (isMainThread) e.dropBacklog();
     else e.closeAtExit();

@@ -112,3 +112,28 @@ test('a consumer that keeps what it gets: one wait runs out, then no more waits 
     mp.emptyCache();
   }
 });
+
+test('a process that exits with a received segment in its backlog gives it back and wakes its waiting creator', async () => {
+  // The exit hooks once ran in the wrong order: the segment was unmapped first, and giving
+  // back the backlog's reference then threw, failing a child that had exited 0.
+  process.env.TENSORPROC_SEGMENT_WAIT_MS = '60000';
+  const q = new mp.Queue<mp.Tensor>();
+  const stuck = new mp.Queue();
+  const ready = new mp.Event();
+  const ctx = mp.spawn(target('forwardIntoBacklogThenExit'), { args: [q, stuck, ready], join: false });
+  await ctx.started;
+  try {
+    const seg = await sendBig(q);
+    assert.equal(await ready.wait(), true);
+    // Blocks until the child's exit gives back both its references (or for the whole bound).
+    const t = mp.empty([BIG], { shared: true });
+    assert.equal(segmentOf(t), seg, 'the segment came back');
+    t.release();
+    assert.equal(await ctx.join(), true, 'the child exited 0');
+  } finally {
+    q.close();
+    stuck.close();
+    ready.close();
+    mp.emptyCache();
+  }
+});
