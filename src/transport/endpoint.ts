@@ -259,7 +259,7 @@ export class Endpoint {
     if (this.#ended) throw this.#endError();
     let n: number;
     try {
-      n = addon.recv(this.recvFd, recvBuffer, fdsOut);
+      n = this.#recv();
     } catch (e) {
       if ((e as { errno?: number }).errno === EMSGSIZE) {
         this.#options.onDatagram?.();
@@ -274,6 +274,21 @@ export class Endpoint {
     }
     this.#options.onDatagram?.();
     return decodeReceived(recvBuffer.subarray(0, n), fdsOut);
+  }
+
+  /**
+   * One recvmsg. A peer that closed its end with messages of ours unread leaves ECONNRESET
+   * pending on this end, reported once, by the next call, ahead of messages still waiting
+   * here: that report is taken, and the call made again (it then returns a message, or the
+   * end of the stream).
+   */
+  #recv(): number {
+    try {
+      return addon.recv(this.recvFd, recvBuffer, fdsOut);
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'ECONNRESET') throw e;
+      return addon.recv(this.recvFd, recvBuffer, fdsOut);
+    }
   }
 
   #endError(): PipeClosedError {

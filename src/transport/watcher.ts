@@ -69,6 +69,8 @@ export class Watcher {
 
   #fire(status: number, events: number): void {
     const failed = status < 0;
+    // libuv stops a poll that reports an error: a later interest must start it again.
+    if (failed) this.#started = 0;
     if (this.#wanted() === 0) {
       // Fired while nobody wants it: now stop (see the note at the top).
       this.#started = 0;

@@ -250,6 +250,24 @@ describe('SimpleQueue', () => {
 });
 
 describe('Pipe', () => {
+  test('an end whose peer closed with messages of ours unread still receives what was sent to it, then PipeClosedError', async () => {
+    // The peer's close leaves ECONNRESET pending here, which recvmsg reports ahead of the messages.
+    const [a, b] = mp.Pipe();
+    await a.send('m1');
+    await b.send('m2'); // never read by a
+    a.close();
+    assert.equal(await b.recv(), 'm1');
+    await assert.rejects(b.recv(), code('ERR_TP_PIPE_CLOSED', mp.PipeClosedError));
+    b.close();
+
+    const [c, d] = mp.Pipe();
+    await d.send('m2'); // never read by c
+    const pending = d.recv();
+    c.close();
+    await assert.rejects(pending, code('ERR_TP_PIPE_CLOSED', mp.PipeClosedError));
+    d.close();
+  });
+
   test('duplex send/recv/poll', async () => {
     const [a, b] = mp.Pipe();
     assert.equal(await b.poll(), false);
