@@ -2,14 +2,14 @@
 // is the workerData; the ErrorMessage goes back on parentPort, delivered before 'exit'.
 import { parentPort, workerData } from 'node:worker_threads';
 import { runTarget } from './child-run.js';
-import type { StartMessage, StopMessage } from './messages.js';
+import { STOP_EXIT_CODE, type StartMessage, type StopMessage } from './messages.js';
 
 const start = workerData as StartMessage;
 
 // NOTE [Stopping a thread child]: SIGTERM's stand-in. The port must not keep the thread alive
 // by itself: a thread whose target has returned exits as a process would.
 parentPort!.on('message', (m: StopMessage) => {
-  if (m?.kind === 'stop') process.exit(143);
+  if (m?.kind === 'stop') process.exit(STOP_EXIT_CODE);
 });
 parentPort!.unref();
 

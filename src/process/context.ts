@@ -77,10 +77,13 @@ export class ProcessContext {
   async join(options: JoinOptions = {}): Promise<boolean> {
     const timeout = checkMs(options.timeout, 'timeout');
     const gracePeriod = checkMs(options.gracePeriod, 'gracePeriod');
-    await this.#started;
+    const deadline = timeout === null ? null : performance.now() + timeout;
+    // The start (the target module's import) counts against the timeout too.
+    if (!(await this.#startedWithin(timeout))) return false;
     if (this.#error) throw this.#error;
     const done = (): boolean => this.#failed !== null || this.#allExited();
-    if (!done() && !(await this.#waitUntil(done, timeout))) return false;
+    const left = deadline === null ? null : Math.max(0, deadline - performance.now());
+    if (!done() && !(await this.#waitUntil(done, left))) return false;
     const failed = this.#failed;
     if (failed === null) return true;
     this.#stopping ??= this.#stopOthers(gracePeriod);
@@ -89,18 +92,34 @@ export class ProcessContext {
     throw this.#error;
   }
 
+  /** Whether the start settled within `ms` (null: no limit); a failed start throws its error. */
+  async #startedWithin(ms: number | null): Promise<boolean> {
+    if (ms === null) {
+      await this.#started;
+      return true;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    try {
+      return await Promise.race([this.#started.then(() => true as const), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   #allExited(): boolean {
     return this.#children.every((c) => !c.isAlive());
   }
 
   async #stopOthers(gracePeriod: number | null): Promise<void> {
     const alive = (): ChildHandle[] => this.#children.filter((c) => c.isAlive());
-    if (gracePeriod !== null) await this.#waitUntil(() => alive().length === 0, gracePeriod);
+    // Infinity (any grace past setTimeout's limit): the others may take as long as they need.
+    if (gracePeriod !== null) await this.#waitUntil(() => alive().length === 0, gracePeriod === Infinity ? null : gracePeriod);
     for (const c of alive()) {
       warn(`Terminating process ${c.pid} via signal SIGTERM`);
       c.kill('SIGTERM');
     }
-    await this.#waitUntil(() => alive().length === 0, gracePeriod ?? DEFAULT_KILL_AFTER_MS);
+    await this.#waitUntil(() => alive().length === 0, gracePeriod === null ? DEFAULT_KILL_AFTER_MS : gracePeriod === Infinity ? null : gracePeriod);
     for (const c of alive()) {
       warn(`Unable to shutdown process ${c.pid} via SIGTERM, forcefully exiting via SIGKILL`);
       c.kill('SIGKILL');
@@ -158,11 +177,16 @@ function warn(message: string): void {
   process.emitWarning(message, { type: 'TensorprocWarning', code: 'TP_PROCESS_STOPPING' });
 }
 
-function checkMs(value: number | null | undefined, name: string): number | null {
-  // Past setTimeout's limit (about 24.8 days) Node would fire after 1 ms: treat it as no limit.
-  if (value === undefined || value === null || value > 0x7fffffff) return null;
+/**
+ * A checked `timeout` or `gracePeriod`: null when not given. Past setTimeout's limit (about
+ * 24.8 days) Node would fire after 1 ms, so a longer time is no limit: null for a timeout
+ * (wait as long as it takes), Infinity for a grace period (null there means no grace).
+ */
+function checkMs(value: number | null | undefined, name: 'timeout' | 'gracePeriod'): number | null {
+  if (value === undefined || value === null) return null;
   if (typeof value !== 'number' || !(value >= 0)) {
     throw new InvalidArgumentError(`join(): ${name} must be a number of milliseconds >= 0, or null to wait without limit (got ${String(value)}).`);
   }
+  if (value > 0x7fffffff) return name === 'timeout' ? null : Infinity;
   return value;
 }

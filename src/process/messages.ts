@@ -69,6 +69,9 @@ export interface StopMessage {
   kind: 'stop';
 }
 
+/** The exit code a thread stopped by a StopMessage exits with (128 + SIGTERM, as a shell shows it). */
+export const STOP_EXIT_CODE = 143;
+
 export type ParentMessage = StartMessage;
 export type ChildMessage = ErrorMessage | LoadedMessage | ArgsTakenMessage;
 

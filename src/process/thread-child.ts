@@ -14,11 +14,13 @@
 import { Worker } from 'node:worker_threads';
 import { ChildHandle } from './child-handle.js';
 import { errorMessage } from './error-payload.js';
-import type { ChildMessage, StartMessage, StopMessage } from './messages.js';
+import { STOP_EXIT_CODE, type ChildMessage, type StartMessage, type StopMessage } from './messages.js';
 
 const LOAD_GRACE_MS = 2000;
 /** How long a stopped thread may take to run its exit handlers before it is terminated. */
 const STOP_GRACE_MS = 1000;
+/** The exit code of a worker ended by worker.terminate(). */
+const TERMINATED_EXIT_CODE = 1;
 
 // When tensorproc itself runs from its TypeScript sources (under tsx), the thread bootstrap
 // is a .ts file, which a worker cannot load on Node 20 before a loader is installed in it:
@@ -42,6 +44,7 @@ export class ThreadChild extends ChildHandle {
   #killedWith: NodeJS.Signals | null = null;
   #loaded = false;
   #stopAsked = false;
+  #terminated = false;
   #argsTaken!: () => void;
   /** Settles once the thread has its own copies of its argument descriptors, or has exited. */
   readonly argsTaken = new Promise<void>((resolve) => (this.#argsTaken = resolve));
@@ -72,7 +75,10 @@ export class ThreadChild extends ChildHandle {
     });
     worker.once('exit', (code) => {
       this.#argsTaken();
-      this.finish(this.#killedWith ? null : code, this.#killedWith);
+      // A signal is reported only for an exit it caused: a thread that ended on its own just
+      // before kill() reached it exited with its own code, as a process signalled as a zombie.
+      const signalled = (this.#stopAsked && code === STOP_EXIT_CODE) || (this.#terminated && code === TERMINATED_EXIT_CODE);
+      this.finish(signalled ? null : code, signalled ? this.#killedWith : null);
     });
     if (options.daemon) worker.unref();
   }
@@ -86,19 +92,25 @@ export class ThreadChild extends ChildHandle {
     // limitation), so a thread still loading its target is stopped once it has loaded, or
     // terminated after LOAD_GRACE_MS if loading hangs.
     if (this.#loaded) this.#end();
-    else if (first) setTimeout(() => void this.#worker.terminate(), LOAD_GRACE_MS).unref();
+    else if (first) setTimeout(() => this.#terminate(), LOAD_GRACE_MS).unref();
+  }
+
+  #terminate(): void {
+    if (!this.isAlive()) return;
+    this.#terminated = true;
+    void this.#worker.terminate();
   }
 
   /** Ends the thread as #killedWith asks (NOTE [Stopping a thread child]). */
   #end(): void {
     if (this.#killedWith === 'SIGKILL') {
-      void this.#worker.terminate();
+      this.#terminate();
       return;
     }
     if (this.#stopAsked) return;
     this.#stopAsked = true;
     this.#worker.postMessage({ kind: 'stop' } satisfies StopMessage);
-    setTimeout(() => void this.#worker.terminate(), STOP_GRACE_MS).unref();
+    setTimeout(() => this.#terminate(), STOP_GRACE_MS).unref();
   }
 
   setRef(ref: boolean): void {

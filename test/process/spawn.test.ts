@@ -115,6 +115,23 @@ for (const startMethod of methods) {
       }
     });
 
+    it('join({timeout}) counts the import of the target module: it returns false while that lasts', TIMEOUT, async () => {
+      const dir = freshDir();
+      process.env.TENSORPROC_TEST_IMPORT_GATE = join(dir, 'go');
+      // A module of its own per start method: a module imports once per process.
+      const ctx = startProcesses({ module: new URL(`./fixtures/import-gate.js?${startMethod}`, import.meta.url), export: 'run' }, { join: false, startMethod });
+      try {
+        assert.equal(await ctx.join({ timeout: 50 }), false);
+        writeFileSync(join(dir, 'go'), '');
+        assert.equal(await ctx.join(), true);
+      } finally {
+        delete process.env.TENSORPROC_TEST_IMPORT_GATE;
+        writeFileSync(join(dir, 'go'), '');
+        await ctx.started.catch(() => {});
+        await reap(ctx);
+      }
+    });
+
     it('first argument is the index', TIMEOUT, async () => {
       const dir = freshDir();
       await startProcesses(target('writeIndex'), { args: [dir], nprocs: 2, startMethod });
@@ -174,7 +191,8 @@ for (const startMethod of methods) {
       }
     });
 
-    for (const gracePeriod of [null, 20_000]) {
+    // Past setTimeout's limit a grace period is no limit at all (it once meant no grace).
+    for (const gracePeriod of [null, 20_000, 2 ** 31, Infinity]) {
       it(`exit code, gracePeriod ${gracePeriod}`, TIMEOUT, async () => {
         const dir = freshDir();
         const ctx = startProcesses(target('exitCode'), { args: [123, dir], nprocs: 2, join: false, startMethod });
@@ -349,6 +367,29 @@ describe("stopping a thread child (NOTE [Stopping a thread child])", () => {
       ctx.processes[0]!.terminate();
       await ctx.processes[0]!.exited;
       assert.equal(ctx.processes[0]!.signalName, 'SIGTERM');
+    } finally {
+      await reap(ctx);
+    }
+  });
+
+  it('a thread that ended on its own before terminate() reached it reports its own exit code, as a process does', TIMEOUT, async () => {
+    const tasks = (): number => readdirSync('/proc/self/task').length;
+    const ctx = startProcesses(target('success'), { join: false, startMethod: 'thread' });
+    try {
+      await ctx.started;
+      // Block this event loop until the thread is gone from the process, so that its 'exit'
+      // event has not been handled yet when terminate() comes.
+      const running = tasks();
+      const nap = new Int32Array(new SharedArrayBuffer(4));
+      const deadline = performance.now() + 20_000;
+      while (tasks() >= running) {
+        if (performance.now() > deadline) throw new Error('the thread did not end');
+        Atomics.wait(nap, 0, 0, 1);
+      }
+      ctx.processes[0]!.terminate();
+      assert.equal(await ctx.join(), true);
+      assert.equal(ctx.processes[0]!.exitCode, 0);
+      assert.equal(ctx.processes[0]!.signalName, null);
     } finally {
       await reap(ctx);
     }
