@@ -16,8 +16,9 @@ export interface Walked {
   readonly objects: object[];
 }
 
-const LEAVES: Function[] = [Date, RegExp, ArrayBuffer, Boolean, Number, String, Error];
+const LEAVES: Function[] = [Date, RegExp, ArrayBuffer, Boolean, Number, String, BigInt, Error];
 const REFUSED: [Function, string][] = [
+  [Symbol, 'a Symbol object'],
   [WeakMap, 'a WeakMap'],
   [WeakSet, 'a WeakSet'],
   [WeakRef, 'a WeakRef'],
@@ -41,6 +42,8 @@ class Walker {
   readonly #at: unknown[] = [];
   /** A container was met again while being walked (a cycle). */
   cyclic = false;
+  /** Inside an Error's cause, which V8 serializes itself: nothing registered may be there. */
+  #inCause = 0;
   dirty = false;
 
   constructor(readonly copyAll: boolean, readonly root: string) {}
@@ -98,7 +101,10 @@ class Walker {
       this.cyclic = true;
       return obj;
     }
+    // Before reductionFor(), which reads obj.constructor: that would run a Proxy's traps.
+    if (types.isProxy(obj)) this.#fail('a Proxy');
     if (reductionFor(obj) !== undefined) {
+      if (this.#inCause > 0) this.#fail(`a ${obj.constructor.name} inside an Error's cause (send it beside the error)`);
       let k = this.#index.get(obj);
       if (k === undefined) {
         k = this.objects.length;
@@ -112,7 +118,6 @@ class Walker {
       if (obj.buffer instanceof SharedArrayBuffer) this.#fail('a view of a SharedArrayBuffer (use a shared tensor instead)');
       return this.#leaf(obj);
     }
-    if (types.isProxy(obj)) this.#fail('a Proxy');
     // A plain object or array (most of what a message holds) is none of the types below.
     const proto = Object.getPrototypeOf(obj);
     if (proto !== Object.prototype && proto !== Array.prototype) {
@@ -131,20 +136,42 @@ class Walker {
 
   #leaf(obj: object): object {
     this.#done.set(obj, obj);
+    if (obj instanceof Error && Object.hasOwn(obj, 'cause')) {
+      // V8 serializes an error's cause itself, so the walk cannot swap what is in it: a
+      // tensor there would arrive as a plain object. It is checked, and refused.
+      this.#inCause++;
+      this.#child(AT_KEY, 'cause', obj.cause);
+      this.#inCause--;
+    }
     return obj;
   }
 
   // Each container: children first; a copy is made at the first child that changed (or at
   // once in copyAll mode, so that a cycle back to it finds the copy: see prepare()).
+  // A copy keeps what structured clone keeps of an array: its holes, and its own enumerable
+  // properties that are not indices (`batch.label`), which are walked like an object's.
   #array(a: unknown[]): unknown[] {
-    let out: unknown[] | null = this.copyAll ? new Array(a.length) : null;
+    const n = a.length;
+    let out: unknown[] | null = this.copyAll ? new Array(n) : null;
     if (out !== null) this.#done.set(a, out);
-    for (let i = 0; i < a.length; i++) {
+    let present = 0;
+    for (let i = 0; i < n; i++) {
+      if (!(i in a)) continue; // a hole stays a hole
+      present++;
       const v = a[i];
       const w = this.#child(AT_INDEX, i, v);
-      if (out === null && w !== v) out = a.slice(0, i);
+      if (out === null && w !== v) out = a.slice(0, i); // slice() keeps holes
       if (out !== null) out[i] = w;
     }
+    const keys = Object.keys(a); // own indices first, ascending, then the other keys
+    for (let j = present; j < keys.length; j++) {
+      const key = keys[j]!;
+      const v = (a as unknown as Record<string, unknown>)[key];
+      const w = this.#child(AT_KEY, key, v);
+      if (out === null && w !== v) out = a.slice();
+      if (out !== null) (out as unknown as Record<string, unknown>)[key] = w;
+    }
+    if (out !== null) out.length = n; // trailing holes
     return out ?? a;
   }
 

@@ -69,6 +69,34 @@ describe('values', () => {
     t.release();
   });
 
+  test('arrays copied on the way to a tensor keep their holes and extra properties (as structured clone)', () => {
+    const t = mp.full([2], 5, { shared: true });
+    const holey = [1, , 3]; // eslint-disable-line no-sparse-arrays
+    const tagged = Object.assign([t, 2], { label: 'batch-7', inner: t });
+    const trailing = [t, 1, , ,]; // eslint-disable-line no-sparse-arrays
+    const boxed = Object(10n) as object;
+    const got = roundTrip({ holey, tagged, trailing, boxed, t }) as any;
+    assert.equal(1 in got.holey, false, 'a hole stays a hole');
+    assert.equal(got.holey.length, 3);
+    assert.equal(got.tagged.label, 'batch-7');
+    assert.ok(got.tagged.inner instanceof mp.Tensor, 'a tensor under an extra property is a tensor');
+    assert.equal(got.tagged.inner.storage, got.tagged[0].storage);
+    assert.equal(got.trailing.length, 4);
+    assert.equal(2 in got.trailing, false);
+    assert.equal(Object.prototype.toString.call(got.boxed), '[object BigInt]');
+    assert.equal(got.boxed.valueOf(), 10n);
+    // Every container copied (a cycle), tensor-free ones included.
+    const cyclic: any = { t, list: Object.assign([1, , 3], { tag: 'T' }) }; // eslint-disable-line no-sparse-arrays
+    cyclic.self = cyclic;
+    const back = roundTrip(cyclic) as any;
+    assert.equal(1 in back.list, false);
+    assert.equal(back.list.tag, 'T');
+    assert.equal(back.self, back);
+    // Back in the process that sent it, a storage is the very same one: one release.
+    assert.equal(back.t.storage, t.storage);
+    t.release();
+  });
+
   test('cycles through containers that hold tensors', () => {
     const t = mp.full([2], 3);
     const a: Record<string, unknown> = { t };
@@ -138,6 +166,12 @@ describe('refused values', () => {
     ['a Map value', () => new Map([['k', () => 1]]), '.get("k")'],
     ['a key that needs quoting', () => ({ 'a b': () => 1 }), '["a b"]'],
     ['the message itself', () => () => 1, '(message)'],
+    // Checked before anything reads the object: reading obj.constructor would run the traps.
+    ['a Proxy whose traps throw', () => ({ p: new Proxy({}, { get: () => { throw new Error('trap ran'); } }) }), 'p'],
+    ['a revoked Proxy', () => { const r = Proxy.revocable({}, {}); r.revoke(); return { p: r.proxy }; }, 'p'],
+    ['a Symbol object', () => ({ s: Object(Symbol('s')) }), 's'],
+    // V8 writes an error's cause itself: a tensor there would arrive as a plain object.
+    ['a tensor in an Error\'s cause', () => ({ err: new Error('failed', { cause: mp.zeros([1]) }) }), 'err.cause'],
   ];
   for (const [what, make, path] of cases) {
     test(`${what}: NotTransferableError naming ${path}`, () => {
