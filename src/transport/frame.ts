@@ -66,13 +66,15 @@ export function encodeMessage(value: unknown, path = '', copies = 1): Frame {
 }
 
 
-/** Throws what encodeMessage() would refuse, without taking anything (for a put that must wait). */
+/**
+ * Throws what encodeMessage() would refuse now, and takes nothing: for a put that must wait
+ * for a slot, which would otherwise be refused only once one is free (or time out without
+ * ever saying why). A trial encoding, abandoned: only it sees everything that refuses a value
+ * (a released tensor anywhere, too many descriptors, what V8's serializer will not write).
+ * What it leaves is what sending would have done first: tensors moved into shared memory.
+ */
 export function checkMessage(value: unknown, path = ''): void {
-  if (value instanceof Tensor) {
-    value.storage.assertUsable();
-    return;
-  }
-  prepare(value, path);
+  encodeMessage(value, path).abandon();
 }
 
 // Names are ASCII (segment names, `fd:<dev>:<ino>` keys): one native call writes or reads one.

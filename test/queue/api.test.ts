@@ -74,6 +74,31 @@ describe('Queue', () => {
     q.close();
   });
 
+  test('a put that must wait for a slot is refused at once when its value cannot travel, taking nothing', async () => {
+    const q = new mp.Queue<unknown>({ maxsize: 1 });
+    await q.put('fills the queue');
+    const released = mp.full([4], 1, { shared: true });
+    released.release();
+    const kept = mp.full([4], 1, { shared: true });
+    const seg = (kept.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    const refs = seg.refcount();
+    const many = Array.from({ length: 300 }, () => mp.zeros([1], { shared: true }));
+    const cases: [string, unknown, string, abstract new (...a: any[]) => Error][] = [
+      ['a released tensor inside a container', [kept, released], 'ERR_TP_RELEASED', mp.ReleasedError],
+      ['what V8 will not serialize', { kept, b: new Blob([]) }, 'ERR_TP_NOT_TRANSFERABLE', mp.NotTransferableError],
+      ['more descriptors than a message carries', many, 'ERR_TP_TOO_MANY_DESCRIPTORS', mp.TooManyDescriptorsError],
+    ];
+    for (const [what, value, c, C] of cases) {
+      // Without the check each would wait out its timeout and fail with QueueFullError.
+      await assert.rejects(q.put(value, { timeout: 30_000 }), code(c, C), what);
+      await assert.rejects(q.putNowait(value), code(c, C), what);
+    }
+    assert.equal(seg.refcount(), refs, 'no reference taken');
+    assert.equal(await q.get(), 'fills the queue');
+    for (const t of [kept, ...many]) t.release();
+    q.close();
+  });
+
   test('close(): waiting gets and puts reject with QueueClosedError, later calls too', async () => {
     const q = new mp.Queue<number>({ maxsize: 1 });
     await q.put(1);
