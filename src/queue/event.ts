@@ -8,6 +8,15 @@ import { checkState, remember, identityKey, reuseOrAdopt, track, untrack } from 
 
 const FLAG = 0;
 const WAITERS = 1;
+/** Counts set() calls: the word waits sleep on (NOTE [Event generations]). */
+const SETS = 2;
+
+// NOTE [Event generations]
+// As threading.Event, wait() returns true if the flag was set at any time after it began,
+// even if it was cleared again before the waiter ran (a set(); clear() pulse). Sleeping on
+// the flag itself would miss such a pulse: the waiter wakes, finds the flag clear, and sleeps
+// on. So set() also counts itself in SETS, and waits sleep on that count: a waiter that sees
+// it changed since it began knows a set() happened, whatever the flag says now.
 /** The longest one futex wait of Event.wait() lasts (see there). */
 const SLICE_MS = 1000;
 
@@ -47,7 +56,8 @@ export class Event {
     this.#check();
     const w = this.#state.words;
     Atomics.store(w, FLAG, 1);
-    if (Atomics.load(w, WAITERS) > 0) this.#state.wake(FLAG);
+    Atomics.add(w, SETS, 1);
+    if (Atomics.load(w, WAITERS) > 0) this.#state.wake(SETS);
   }
 
   clear(): void {
@@ -55,7 +65,10 @@ export class Event {
     Atomics.store(this.#state.words, FLAG, 0);
   }
 
-  /** Resolves true once the flag is set, or false after `timeout` ms (default: no limit). */
+  /**
+   * Resolves true once the flag is set (or was set at any moment since the wait began, even
+   * if cleared since: NOTE [Event generations]), or false after `timeout` ms (default: no limit).
+   */
   async wait(timeout?: number): Promise<boolean> {
     this.#check();
     const limit = checkTimeout(timeout);
@@ -63,16 +76,17 @@ export class Event {
     if (Atomics.load(w, FLAG) === 1) return true;
     if (limit === 0) return false;
     const deadline = limit === null ? Infinity : performance.now() + limit;
+    const sets = Atomics.load(w, SETS);
     Atomics.add(w, WAITERS, 1);
     try {
       for (;;) {
-        if (Atomics.load(w, FLAG) === 1) return true;
+        if (Atomics.load(w, FLAG) === 1 || Atomics.load(w, SETS) !== sets) return true;
         const left = deadline - performance.now();
         if (left <= 0) return false;
         // A set() between the load above and the futex call makes it return at once. The
         // wait is cut into slices: a futex wait cannot be interrupted from here, and a wait
         // whose Event is closed must not leave its thread waiting for good.
-        const native = this.#state.waitAsync(FLAG, 0, Math.min(left, SLICE_MS));
+        const native = this.#state.waitAsync(SETS, sets, Math.min(left, SLICE_MS));
         native.catch(() => {}); // settles after close() too, with nobody left to hear it
         // A signal of this slice's own for close() (one kept across slices would gather a
         // callback per slice until the Event is closed).
@@ -105,7 +119,7 @@ export class Event {
       // waits on).
       Atomics.sub(this.#state.words, WAITERS, this.#onClose.size);
       for (const cut of this.#onClose) cut();
-      this.#state.wake(FLAG);
+      this.#state.wake(SETS);
     }
     this.#state.close();
   }

@@ -360,6 +360,27 @@ describe('Event', () => {
     assert.throws(() => e.set(), code('ERR_TP_QUEUE_CLOSED', mp.QueueClosedError));
   });
 
+  test('a set(); clear() pulse ends a wait that began before it (threading.Event), with or without a timeout', async () => {
+    // NOTE [Event generations]: the waiter wakes to a clear flag, yet a set() happened.
+    const e = new mp.Event();
+    const forever = e.wait();
+    const bounded = e.wait(60_000);
+    e.set();
+    e.clear();
+    assert.equal(await forever, true);
+    assert.equal(await bounded, true);
+    assert.equal(await e.wait(0), false, 'a wait that begins after the pulse does not see it');
+    e.close();
+  });
+
+  test('a pulse from another process ends a wait here', async () => {
+    const pulse = new mp.Event();
+    const waiting = pulse.wait();
+    await mp.startProcesses(target('pulse'), { args: [pulse] });
+    assert.equal(await waiting, true);
+    pulse.close();
+  });
+
   test('close() while a wait is pending: the wait rejects with QueueClosedError', async () => {
     const e = new mp.Event();
     const waiting = e.wait();
