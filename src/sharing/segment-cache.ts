@@ -6,7 +6,8 @@
 // lease ends (release(), or the garbage collector drops the last view), its segment comes
 // back here. It may be reused only when its header refcount is 1, i.e. no other process
 // holds it and no message carrying it is in flight (see NOTE [Segment lifetime]); until then
-// it waits on the busy list, rechecked when its class is asked for. Both lists are bounded:
+// it waits on the busy list, rechecked when its class is asked for. Both lists are bounded
+// (the free lists by bytes and by count, as each segment holds a descriptor and a mapping):
 // past the bound the oldest segments are dropped (unreferenced and unmapped), which for a
 // busy one leaves its memory to its other holders.
 // Reuse is last-in first-out: every acquire first moves the busy segments that became free
@@ -42,6 +43,11 @@ import { sizeClass } from './size-class.js';
 
 const DEFAULT_MAX_BYTES = 512 * 2 ** 20;
 const MAX_BUSY = 1024;
+/**
+ * Free segments kept, whatever their size: each holds a descriptor (file_descriptor) and a
+ * mapping, and small ones (empty tensors: class 0) would never reach the byte bound.
+ */
+const MAX_FREE = 1024;
 /** Classes from this size wait for a busy segment (NOTE [Waiting for a segment]). */
 const WAIT_MIN_BYTES = 4 * 2 ** 20;
 /** How long waits that ran out in a row keep shortening the next ones (NOTE [Waiting for a segment]). */
@@ -77,6 +83,7 @@ export class SegmentCache<S = unknown> {
   #free: Record<SharingStrategy, Map<number, CacheEntry<S>[]>> = { file_descriptor: new Map(), file_system: new Map() };
   #busy: CacheEntry<S>[] = [];
   #freeBytes = 0;
+  #freeCount = 0;
   #maxBytes = maxCachedBytes();
   // One-entry memo of sizeClass(): a stream of tensors is usually one size.
   #lastBytes = -1;
@@ -109,6 +116,7 @@ export class SegmentCache<S = unknown> {
     if (list !== undefined && list.length > 0) {
       const entry = list.pop()!;
       this.#freeBytes -= entry.segment.capacity;
+      this.#freeCount--;
       return entry;
     }
     if (cls >= WAIT_MIN_BYTES && !this.#noWait.has(cls)) {
@@ -162,7 +170,8 @@ export class SegmentCache<S = unknown> {
     if (list === undefined) byClass.set(seg.capacity, (list = []));
     list.push(entry);
     this.#freeBytes += seg.capacity;
-    if (this.#freeBytes > this.#maxBytes) this.#trim();
+    this.#freeCount++;
+    if (this.#freeBytes > this.#maxBytes || this.#freeCount > MAX_FREE) this.#trim();
   }
 
   /** Drops every cached segment (process exit, or tests). */
@@ -172,6 +181,7 @@ export class SegmentCache<S = unknown> {
       byClass.clear();
     }
     this.#freeBytes = 0;
+    this.#freeCount = 0;
     for (const e of this.#busy) e.segment.drop();
     this.#busy = [];
     this.#noWait.clear(); // nothing of any class is in flight from here any more
@@ -232,16 +242,23 @@ export class SegmentCache<S = unknown> {
   }
 
   #trim(): void {
+    const over = (): boolean => this.#freeBytes > this.#maxBytes || this.#freeCount > MAX_FREE;
     for (const byClass of Object.values(this.#free)) {
       for (const [cls, list] of byClass) {
-        while (list.length > 0 && this.#freeBytes > this.#maxBytes) {
+        while (list.length > 0 && over()) {
           const seg = list.shift()!.segment;
           this.#freeBytes -= seg.capacity;
+          this.#freeCount--;
           seg.drop();
         }
         if (list.length === 0) byClass.delete(cls);
-        if (this.#freeBytes <= this.#maxBytes) return;
+        if (!over()) return;
       }
     }
+  }
+
+  /** Free segments kept (tests). */
+  get freeCount(): number {
+    return this.#freeCount;
   }
 }

@@ -2,6 +2,7 @@
 // and no new mapping; a segment still held elsewhere is not.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import * as mp from '../../src/index.js';
 import { addon } from '../../src/native/index.js';
 import { segmentCache, exportStorage, type Lease } from '../../src/sharing/index.js';
@@ -147,4 +148,19 @@ test('segments that come back out of order are reused though an older one is sti
   const w = mp.empty([256], { shared: true });
   assert.equal(segmentCache.created, created + 1);
   w.release();
+});
+
+test('the free lists keep at most 1024 segments, whatever their size: empty tensors are not kept for ever', () => {
+  // Each kept segment holds a descriptor and a mapping; empty tensors (class 0) never reached
+  // the byte bound, so releasing many of them once kept a descriptor open for each.
+  mp.emptyCache();
+  const fds = (): number => readdirSync('/proc/self/fd').length;
+  const before = fds();
+  const ts = Array.from({ length: 1500 }, () => mp.empty([0], { shared: true }));
+  for (const t of ts) t.release();
+  assert.equal(segmentCache.freeCount, 1024);
+  assert.ok(fds() - before <= 1024, `${fds() - before} descriptors held by the cache`);
+  mp.emptyCache();
+  assert.equal(segmentCache.freeCount, 0);
+  assert.equal(fds(), before);
 });
