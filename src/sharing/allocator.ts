@@ -1,5 +1,6 @@
 // Shared allocation for this process: installs the allocator of NOTE [Shared allocation]
 // (src/tensor/storage.ts) and tracks the segments this process holds.
+import { isMainThread } from 'node:worker_threads';
 import { addon } from '../native/index.js';
 import { setSharedAllocator, type SharedBacking } from '../tensor/index.js';
 import { SegmentCache } from './segment-cache.js';
@@ -59,10 +60,29 @@ interface LeaseState {
 // on over there, unseen by release(). A segment is therefore reused only once no buffer of
 // an ended lease is alive anywhere (Segment.liveBuffers(), counted by the addon); until
 // then it waits on the cache's busy list. A received segment whose buffer moved keeps this
-// process's hold (its producer must not reuse it) until the process exits. The finalizer
-// path cannot tell a moved buffer from one the collector has not swept yet; it lets the
-// cache check (owned segments) or, for received ones, drops the hold as usual.
+// process's hold (its producer must not reuse it) in `outliving` until no buffer of it is
+// left, checked now and then (checkOutliving()) and at the process's exit. The finalizer path
+// cannot tell a moved buffer from one the collector has not swept yet: a received segment
+// with a buffer still counted waits in `outliving` too, an owned one on the busy list.
 const finalizer = new FinalizationRegistry<LeaseState>((state) => endLease(state, null, 'collected'));
+
+const outliving = new Set<Segment>();
+let sinceOutlivingCheck = 0;
+
+/** Gives back the received segments of `outliving` that no buffer uses any more. */
+function checkOutliving(now = false): void {
+  if (outliving.size === 0 || (!now && ++sinceOutlivingCheck < 64)) return;
+  sinceOutlivingCheck = 0;
+  for (const seg of outliving) {
+    if (seg.unmapped) {
+      outliving.delete(seg);
+    } else if (seg.liveBuffers() === 0) {
+      outliving.delete(seg);
+      seg.unref();
+      received.park(seg, null);
+    }
+  }
+}
 
 type LeaseEnd = 'kept' | 'detached' | 'collected' | 'moved';
 
@@ -70,12 +90,16 @@ function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
   if (state.ended) return;
   state.ended = true;
   state.segment.leased = false;
+  const seg = state.segment;
   if (state.owned) {
-    cache.give(state.segment, spare, how === 'collected' || how === 'moved');
-  } else if (how !== 'moved') {
-    state.segment.unref();
-    received.park(state.segment, spare);
+    cache.give(seg, spare, how === 'collected' || how === 'moved');
+  } else if (how === 'moved' || (how === 'collected' && seg.liveBuffers() > 0)) {
+    outliving.add(seg); // NOTE [Moved buffers]
+  } else {
+    seg.unref();
+    received.park(seg, spare);
   }
+  checkOutliving();
 }
 
 /** One lease on a segment: see NOTE [Shared allocation]. */
@@ -132,12 +156,17 @@ setSharedAllocator((nbytes) => {
 process.on('exit', () => {
   for (const seg of everLeased) if (seg.leased) seg.drop();
   everLeased.clear();
+  // A worker thread's moved buffers may live on in another thread of this process, which
+  // lets go of them when it exits; at the process's exit nothing is left to use them.
+  if (isMainThread) for (const seg of outliving) seg.drop();
+  outliving.clear();
   cache.clear();
   received.clear();
 });
 
 /** Drops the free segments of the cache and the parked mappings (see emptyCache in handle.ts). */
 export function emptySegmentCaches(): void {
+  checkOutliving(true);
   cache.clear();
   received.clear();
 }

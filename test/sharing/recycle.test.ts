@@ -125,6 +125,38 @@ test('a buffer transferred away before release keeps its segment out of reuse un
   x.release();
 });
 
+test('a received buffer moved away keeps its segment held while it lives, released or collected, and gives it back once dead', async () => {
+  // NOTE [Moved buffers], received side. Once, a received tensor collected (not released)
+  // with its buffer moved gave the segment back while the buffer lived on (its producer
+  // refilled it under the reader), and a released one never gave it back at all.
+  mp.emptyCache();
+  const q = new mp.SimpleQueue<mp.Tensor>();
+  for (const end of ['released', 'collected'] as const) {
+    const t = mp.full([1024], 1, { shared: true });
+    const seg = segmentOf(t);
+    await q.put(t);
+    t.release();
+    let r: mp.Tensor | null = await q.get(); // a second mapping of the segment: a received one
+    const received = segmentOf(r);
+    assert.notEqual(received, seg);
+    let moved: Float32Array | null = new Float32Array(structuredClone(r.data.buffer, { transfer: [r.data.buffer as ArrayBuffer] }));
+    if (end === 'released') r.release();
+    r = null;
+    await collectGarbage(); // the received tensor's lease ends here if it was not released
+    const u = mp.empty([1024], { shared: true });
+    assert.notEqual(segmentOf(u), seg, `${end}: not handed out while the moved buffer lives`);
+    u.fill(2);
+    assert.equal(moved[0], 1, `${end}: the moved buffer still sees its own data`);
+    u.release();
+    moved = null;
+    for (let i = 0; i < 20 && received.liveBuffers() > 0; i++) await collectGarbage();
+    assert.equal(seg.refcount(), 2, `${end}: still held by the receiver until something checks`);
+    mp.emptyCache(); // gives back what no buffer uses any more, then drops the caches
+    assert.equal(received.unmapped, true, `${end}: given back once the moved buffer is dead`);
+  }
+  q.close();
+});
+
 test('segments that come back out of order are reused though an older one is still held', () => {
   mp.emptyCache();
   const ts = [0, 1, 2].map(() => mp.empty([256], { shared: true }));
