@@ -16,7 +16,7 @@
 // join_thread(): it resolves once the backlog is empty.
 // Receivers take exactly one datagram per get(): a process never reads ahead, so a consumer
 // that stops (or is killed) leaves every message it did not take to the others.
-import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
+import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, isProcessChild, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
 import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError } from '../errors.js';
 import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
@@ -151,7 +151,7 @@ export class Endpoint {
         kept.dispose();
         throw e;
       }
-      backlogged.add(this);
+      addBacklogged(this);
     }
   }
 
@@ -214,7 +214,7 @@ export class Endpoint {
       this.#backlog.shift();
       this.#drop(k, false);
     }
-    backlogged.delete(this);
+    removeBacklogged(this);
     this.sendWatcher.onWritable(null);
     this.#settleFlushed();
     if (this.#closed) this.#closeFds();
@@ -436,7 +436,7 @@ export class Endpoint {
 
   /** Lets go of every frame not sent yet: each is abandoned, and onDropped is told. */
   dropBacklog(): void {
-    backlogged.delete(this);
+    removeBacklogged(this);
     for (const k of this.#backlog.splice(0)) this.#drop(k, true);
     this.#settleFlushed();
   }
@@ -444,7 +444,7 @@ export class Endpoint {
   #closeFds(): void {
     if (this.#fdsClosed) return;
     this.#fdsClosed = true;
-    backlogged.delete(this);
+    removeBacklogged(this);
     this.sendWatcher.close();
     this.recvWatcher.close();
     addon.close(this.sendFd);
@@ -456,16 +456,47 @@ export class Endpoint {
 // with a backlog, which otherwise keeps it alive until it is sent) gives them back: a bounded
 // queue's slots are freed (onDropped), and references in flight abandoned. A worker thread
 // also closes the descriptors, which its process keeps (NOTE [Queue objects and descriptors]).
-// A kill runs no hook: that loses what the backlog held. First of the exit hooks: the
-// references given back are dropped through segment headers that the allocator's own exit
-// hook unmaps (allocator.ts), and a creator waiting for its segment is woken through them.
+// A kill runs no hook: that loses what the backlog held (but see NOTE [Deadly signals in a
+// child]). First of the exit hooks: the references given back are dropped through segment
+// headers that the allocator's own exit hook unmaps (allocator.ts), and a creator waiting for
+// its segment is woken through them.
 const backlogged = new Set<Endpoint>();
-process.prependListener('exit', () => {
+process.prependListener('exit', dropBacklogs);
+
+/** Gives back every frame not sent yet, in every endpoint of this thread. */
+function dropBacklogs(): void {
   for (const e of backlogged) {
     if (isMainThread) e.dropBacklog();
     else e.closeAtExit();
   }
-});
+}
+
+// NOTE [Deadly signals in a child]
+// SIGTERM (what terminate() and a failed sibling's join() send), SIGINT and SIGHUP kill a
+// Node process without running its exit hooks, and the frames still in its backlogs would
+// keep their slots in a bounded queue for good (a thread child, stopped through
+// process.exit(), gives them back). So while a process child has a backlog, it handles those
+// signals: it gives the backlogs back, then dies of the signal all the same (the parent still
+// sees "terminated with signal SIGTERM"). Only while there is a backlog: a handled signal
+// waits for the event loop, and a child busy in a synchronous loop would otherwise no longer
+// die of SIGTERM at once. Not in the user's own main process, whose signals are its own; and
+// a target that handles the signal itself keeps it (then nothing is done here).
+const DEADLY: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+const onDeadly = (signal: NodeJS.Signals): void => {
+  if (process.listenerCount(signal) > 1) return; // the target's own handler decides
+  dropBacklogs();
+  for (const s of DEADLY) process.off(s, onDeadly);
+  process.kill(process.pid, signal); // the default action now: it kills
+};
+
+function addBacklogged(e: Endpoint): void {
+  if (backlogged.size === 0 && isMainThread && isProcessChild()) for (const s of DEADLY) process.on(s, onDeadly);
+  backlogged.add(e);
+}
+
+function removeBacklogged(e: Endpoint): void {
+  if (backlogged.delete(e) && backlogged.size === 0) for (const s of DEADLY) process.off(s, onDeadly);
+}
 
 function timedOut(timeout: number, onTimeout: ((timeout: number) => Error) | undefined): Error {
   return onTimeout?.(timeout) ?? new Error(`Nothing arrived within ${timeout} ms.`);

@@ -253,6 +253,39 @@ describe('SimpleQueue', () => {
     q.close();
   });
 
+  for (const startMethod of ['spawn', 'thread'] as const) {
+    test(`a bounded queue whose producer ${startMethod === 'spawn' ? 'process' : 'thread'} is terminated with messages unsent gets their slots back`, async () => {
+      // NOTE [Deadly signals in a child]: SIGTERM runs no exit hook in a process.
+      const q = new mp.Queue<{ k: number }>({ maxsize: 8 });
+      const ready = new mp.Event();
+      const ctx = mp.startProcesses(target('fillThenWait'), { args: [q, ready], join: false, startMethod });
+      try {
+        assert.equal(await ready.wait(), true);
+        ctx.processes[0]!.terminate();
+        await assert.rejects(ctx.join(), (e: unknown) => e instanceof mp.ProcessExitedException && e.signalName === 'SIGTERM');
+      } finally {
+        for (const p of ctx.processes) if (p.isAlive()) p.kill('SIGKILL');
+        await Promise.all(ctx.processes.map((p) => p.exited));
+      }
+      let got = 0;
+      for (;;) {
+        try {
+          await q.get({ timeout: 0 });
+          got++;
+        } catch (e) {
+          isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e);
+          break;
+        }
+      }
+      assert.ok(got < 8, `${got} of 8 went out before the signal`);
+      assert.equal(q.qsize(), 0, 'no slot is held by a message that will never arrive');
+      for (let k = 0; k < 8; k++) await q.putNowait({ k }); // the whole queue is usable again
+      assert.equal(q.full(), true);
+      q.close();
+      ready.close();
+    });
+  }
+
   for (const [startMethod, close] of [['thread', false], ['thread', true], ['spawn', false]] as const) {
     test(`a bounded queue${close ? ' closed by its producer' : ''} whose ${startMethod === 'thread' ? 'thread' : 'process'} exits with messages unsent gets their slots back`, async () => {
       const q = new mp.Queue<{ k: number }>({ maxsize: 1000 });
