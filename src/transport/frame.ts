@@ -19,7 +19,7 @@
 import { addon } from '../native/index.js';
 import { Tensor, Storage } from '../tensor/index.js';
 import { exportStorage, importStorage, abandonExport } from '../sharing/index.js';
-import { FrameDecodeError, TooManyDescriptorsError, isTensorprocError } from '../errors.js';
+import { FrameDecodeError, InvalidShapeError, TooManyDescriptorsError, isTensorprocError } from '../errors.js';
 import { prepare } from './walk.js';
 import { MessageReader, MessageWriter } from './serializer.js';
 import { reductionNamed, type Reduction } from './registry.js';
@@ -242,6 +242,8 @@ function decodePlainFrame(bytes: Uint8Array, fds: ArrayLike<number>, count: numb
 }
 
 function asDecodeError(e: unknown): Error {
+  // A layout that does not fit its storage came from the frame, not from a caller.
+  if (e instanceof InvalidShapeError) return new FrameDecodeError(`A received tensor does not fit its storage (${e.message}): the message is corrupt.`);
   if (isTensorprocError(e)) return e;
   return new FrameDecodeError(`A received message could not be decoded (${(e as Error)?.message ?? String(e)}): it is corrupt, or was not sent by this version of tensorproc.`);
 }

@@ -481,6 +481,17 @@ describe('plain frames (NOTE [Plain frames])', () => {
 });
 
 describe('decoding', () => {
+  test('a received tensor whose layout does not fit its storage is a FrameDecodeError, not a caller error', () => {
+    const t = mp.zeros([2], { shared: true, dtype: 'float64' });
+    const f = encodeMessage(t);
+    const bytes = f.bytes.slice();
+    const fds = Array.from(f.fds, (fd) => addon.dup(fd));
+    f.abandon();
+    new DataView(bytes.buffer).setFloat64(24, 1 << 20, true); // shape[0]: 1 Mi elements over 16 bytes
+    throwsCoded(() => decodeMessage(bytes, fds), mp.FrameDecodeError, 'ERR_TP_BAD_FRAME');
+    t.release();
+  });
+
   test('a handle to a vanished segment is a SegmentGoneError', () => {
     mp.setSharingStrategy('file_system');
     try {
