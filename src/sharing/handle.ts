@@ -13,9 +13,11 @@ export interface StorageHandle {
   /**
    * The segment name under file_system. Under file_descriptor (the memfd travels with the
    * message) the segment's identity, `fd:<dev>:<ino>`, or null: a receiver that already maps
-   * that segment then knows it without an fstat. It trusts the hint only to find a mapping it
-   * already has (a sender of the same user could mislabel its own data, nothing more: sizes
-   * are checked); a segment it does not have is identified by fstat.
+   * that segment then knows it without an fstat (one system call a message saved). It trusts
+   * the hint only to find a mapping it already has; a segment it does not have is identified
+   * by fstat. Sizes are checked, but a hint is not checked against its descriptor: a sender
+   * that lies about it (a process of the same user, which could ptrace this one anyway) can
+   * make this process read, and miscount references on, another segment it maps.
    */
   readonly name: string | null;
   readonly nbytes: number;
@@ -102,7 +104,9 @@ export function exportStorage(storage: Storage): ExportedStorage {
   if (segment.strategy === 'file_descriptor' && segment.fd === null) {
     // A receiver closed this memfd's descriptor (NOTE [Kept descriptors]) and cannot pass it
     // on. The storage moves into a segment of this process instead: one copy, then it
-    // travels like any other.
+    // travels like any other. Views of its old buffer taken before (`t.data`) are emptied by
+    // the move (NOTE [Shared allocation]), as they would no longer show the tensor's memory:
+    // keep the tensor, not such a view, across a put of it (or put a clone()).
     storage.rebase();
     lease = storage.backing as Lease;
     segment = lease.segment;
