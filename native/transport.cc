@@ -47,11 +47,34 @@ Napi::Value PollNow(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), out);
 }
 
+// namedKeys(obj) -> the own enumerable string keys of obj that are not array indices, in
+// order. Object.keys() of an array lists every index first, a string each: walking the keys
+// an array has besides its elements (structured clone keeps them) must not cost that.
+Napi::Value NamedKeys(const Napi::CallbackInfo& info) {
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  v8::EscapableHandleScope scope(isolate);
+  v8::Local<v8::Value> v = ToV8(info[0]);
+  if (!v->IsObject()) {
+    Napi::TypeError::New(info.Env(), "tensorproc addon: namedKeys expects an object").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  v8::Local<v8::Array> keys;
+  if (!v.As<v8::Object>()
+           ->GetPropertyNames(isolate->GetCurrentContext(), v8::KeyCollectionMode::kOwnOnly,
+                              static_cast<v8::PropertyFilter>(v8::ONLY_ENUMERABLE | v8::SKIP_SYMBOLS),
+                              v8::IndexFilter::kSkipIndices, v8::KeyConversionMode::kConvertToString)
+           .ToLocal(&keys)) {
+    return info.Env().Undefined();  // an exception (a Proxy trap) is pending
+  }
+  return Napi::Value(info.Env(), FromV8(scope.Escape(keys)));
+}
+
 }  // namespace
 
 void InitTransport(Napi::Env env, Napi::Object exports) {
   exports.Set("Marker", MarkerClass(env));
   exports.Set("pollNow", Napi::Function::New(env, PollNow));
+  exports.Set("namedKeys", Napi::Function::New(env, NamedKeys));
 }
 
 }  // namespace tp

@@ -23,6 +23,26 @@ export interface SpawnedProcess {
   terminate(): void;
 }
 
+// The children of this thread still running, so that a thread child that is stopped stops
+// its own children first (NOTE [Stopping a thread child]).
+const running = new Set<ChildHandle>();
+
+/**
+ * Sends SIGTERM to every child of this thread still running and resolves once they have all
+ * exited, or after `ms`.
+ */
+export async function stopRunningChildren(ms: number): Promise<void> {
+  if (running.size === 0) return;
+  const children = [...running];
+  for (const c of children) c.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all(children.map((c) => c.exited)),
+    new Promise((resolve) => (timer = setTimeout(resolve, ms))),
+  ]);
+  clearTimeout(timer);
+}
+
 /** The shared part of ProcessChild and ThreadChild: exit bookkeeping. */
 export abstract class ChildHandle implements SpawnedProcess {
   abstract readonly pid: number;
@@ -41,6 +61,7 @@ export abstract class ChildHandle implements SpawnedProcess {
   ) {
     this.#onExit = onExit;
     this.exited = new Promise((resolve) => (this.#resolveExited = resolve));
+    running.add(this);
   }
 
   isAlive(): boolean {
@@ -57,6 +78,7 @@ export abstract class ChildHandle implements SpawnedProcess {
 
   protected finish(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.exitCode !== null) return;
+    running.delete(this);
     this.signalName = signal;
     this.exitCode = signal ? -(constants.signals[signal] ?? 0) : (code ?? 0);
     this.#resolveExited();

@@ -42,15 +42,15 @@ export async function runTarget(
     } finally {
       markLoading(null);
     }
-    onLoaded();
     const fn = ns[start.exportName];
     if (typeof fn !== 'function') throw new TypeError(`${start.module} export '${start.exportName}' is not a function in the child`);
     let args: unknown[];
     try {
-      args = await decodeArgs(start.args, fds);
+      args = await decodeArgs(start.args, fds); // may import the transport
     } finally {
       onArgs(); // a thread child has its own descriptors now (NOTE [Spawn arguments])
     }
+    onLoaded(); // every import of the start is done: stopping the thread now cuts none short
     await fn(start.index, ...args);
   } catch (e) {
     fail(e);

@@ -2,14 +2,24 @@
 // is the workerData; the ErrorMessage goes back on parentPort, delivered before 'exit'.
 import { parentPort, workerData } from 'node:worker_threads';
 import { runTarget } from './child-run.js';
-import { STOP_EXIT_CODE, type StartMessage, type StopMessage } from './messages.js';
+import { stopRunningChildren } from './child-handle.js';
+import { EXIT_OWN, EXIT_STOPPED, STOP_EXIT_CODE, type ThreadStartMessage, type StopMessage } from './messages.js';
 
-const start = workerData as StartMessage;
+const start = workerData as ThreadStartMessage;
+// How this thread ended, for its parent: on its own unless the stop below says otherwise.
+process.on('exit', () => void Atomics.compareExchange(start.exitState, 0, 0, EXIT_OWN));
+
+/** How long a stopped thread waits for its own children to stop (its parent terminates it after STOP_GRACE_MS). */
+const CHILDREN_STOP_MS = 500;
 
 // NOTE [Stopping a thread child]: SIGTERM's stand-in. The port must not keep the thread alive
 // by itself: a thread whose target has returned exits as a process would.
 parentPort!.on('message', (m: StopMessage) => {
-  if (m?.kind === 'stop') process.exit(STOP_EXIT_CODE);
+  if (m?.kind !== 'stop') return;
+  Atomics.store(start.exitState, 0, EXIT_STOPPED);
+  // Its own children first: a worker's exit terminates the workers it started without their
+  // exit handlers, and leaves what they held open in the process.
+  void stopRunningChildren(CHILDREN_STOP_MS).then(() => process.exit(STOP_EXIT_CODE));
 });
 parentPort!.unref();
 
@@ -32,7 +42,8 @@ await runTarget(
   start,
   start.fds,
   (message) => {
-    parentPort!.postMessage(message);
+    // Stopping, the thread stopped its own children: what failed from that is not its error.
+    if (Atomics.load(start.exitState, 0) !== EXIT_STOPPED) parentPort!.postMessage(message);
     process.exit(1);
   },
   load,

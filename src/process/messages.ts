@@ -72,6 +72,17 @@ export interface StopMessage {
 /** The exit code a thread stopped by a StopMessage exits with (128 + SIGTERM, as a shell shows it). */
 export const STOP_EXIT_CODE = 143;
 
+/**
+ * A thread child's workerData: its StartMessage, and a word where it records how it ended
+ * (EXIT_OWN, EXIT_STOPPED; 0 when worker.terminate() ended it, which runs no exit handler),
+ * so that its parent reports a signal only for an exit the signal caused.
+ */
+export interface ThreadStartMessage extends StartMessage {
+  exitState: Int32Array;
+}
+export const EXIT_OWN = 1;
+export const EXIT_STOPPED = 2;
+
 export type ParentMessage = StartMessage;
 export type ChildMessage = ErrorMessage | LoadedMessage | ArgsTakenMessage;
 

@@ -14,13 +14,11 @@
 import { Worker } from 'node:worker_threads';
 import { ChildHandle } from './child-handle.js';
 import { errorMessage } from './error-payload.js';
-import { STOP_EXIT_CODE, type ChildMessage, type StartMessage, type StopMessage } from './messages.js';
+import { EXIT_STOPPED, type ChildMessage, type StartMessage, type StopMessage, type ThreadStartMessage } from './messages.js';
 
 const LOAD_GRACE_MS = 2000;
 /** How long a stopped thread may take to run its exit handlers before it is terminated. */
 const STOP_GRACE_MS = 1000;
-/** The exit code of a worker ended by worker.terminate(). */
-const TERMINATED_EXIT_CODE = 1;
 
 // When tensorproc itself runs from its TypeScript sources (under tsx), the thread bootstrap
 // is a .ts file, which a worker cannot load on Node 20 before a loader is installed in it:
@@ -55,9 +53,11 @@ export class ThreadChild extends ChildHandle {
     onExit: (child: ChildHandle) => void,
   ) {
     super(start.index, onExit);
+    const exitState = new Int32Array(new SharedArrayBuffer(4));
+    const workerData: ThreadStartMessage = { ...start, exitState };
     const worker = options.entry.pathname.endsWith('.ts')
-      ? new Worker(TS_ENTRY_STUB, { eval: true, argv: [options.entry.href], workerData: start })
-      : new Worker(options.entry, { workerData: start });
+      ? new Worker(TS_ENTRY_STUB, { eval: true, argv: [options.entry.href], workerData })
+      : new Worker(options.entry, { workerData });
     this.#worker = worker;
     this.pid = worker.threadId;
     worker.on('message', (m: ChildMessage) => {
@@ -77,7 +77,8 @@ export class ThreadChild extends ChildHandle {
       this.#argsTaken();
       // A signal is reported only for an exit it caused: a thread that ended on its own just
       // before kill() reached it exited with its own code, as a process signalled as a zombie.
-      const signalled = (this.#stopAsked && code === STOP_EXIT_CODE) || (this.#terminated && code === TERMINATED_EXIT_CODE);
+      const how = Atomics.load(exitState, 0);
+      const signalled = this.#killedWith !== null && (how === EXIT_STOPPED || (how === 0 && this.#terminated));
       this.finish(signalled ? null : code, signalled ? this.#killedWith : null);
     });
     if (options.daemon) worker.unref();

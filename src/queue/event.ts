@@ -73,10 +73,11 @@ export class Event {
     this.#check();
     const limit = checkTimeout(timeout);
     const w = this.#state.words;
+    // The count first: a pulse after it is seen, whenever it comes (after the flag check too).
+    const sets = Atomics.load(w, SETS);
     if (Atomics.load(w, FLAG) === 1) return true;
     if (limit === 0) return false;
     const deadline = limit === null ? Infinity : performance.now() + limit;
-    const sets = Atomics.load(w, SETS);
     Atomics.add(w, WAITERS, 1);
     try {
       for (;;) {

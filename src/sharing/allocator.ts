@@ -65,9 +65,16 @@ interface LeaseState {
 // cannot tell a moved buffer from one the collector has not swept yet: a received segment
 // with a buffer still counted waits in `outliving` too, an owned one on the busy list.
 const finalizer = new FinalizationRegistry<LeaseState>((state) => endLease(state, null, 'collected'));
+const OUTLIVING_FIRST_MS = 20;
+const OUTLIVING_LAST_MS = 10_000;
 
 const outliving = new Set<Segment>();
 let sinceOutlivingCheck = 0;
+// A collected buffer's memory is freed by V8 a little after its finalizer ran, so most
+// segments put in `outliving` by the finalizer path are free again within moments: a timer
+// looks again soon, then less and less often while some remain (moved buffers may live long).
+let outlivingTimer: NodeJS.Timeout | null = null;
+let outlivingDelay = OUTLIVING_FIRST_MS;
 
 /** Gives back the received segments of `outliving` that no buffer uses any more. */
 function checkOutliving(now = false): void {
@@ -84,6 +91,20 @@ function checkOutliving(now = false): void {
   }
 }
 
+function addOutliving(seg: Segment): void {
+  outliving.add(seg);
+  if (outlivingTimer !== null) return;
+  outlivingDelay = OUTLIVING_FIRST_MS;
+  const look = (): void => {
+    outlivingTimer = null;
+    checkOutliving(true);
+    if (outliving.size === 0) return;
+    outlivingDelay = Math.min(outlivingDelay * 4, OUTLIVING_LAST_MS);
+    outlivingTimer = setTimeout(look, outlivingDelay).unref();
+  };
+  outlivingTimer = setTimeout(look, outlivingDelay).unref();
+}
+
 type LeaseEnd = 'kept' | 'detached' | 'collected' | 'moved';
 
 function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
@@ -94,7 +115,7 @@ function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
   if (state.owned) {
     cache.give(seg, spare, how === 'collected' || how === 'moved');
   } else if (how === 'moved' || (how === 'collected' && seg.liveBuffers() > 0)) {
-    outliving.add(seg); // NOTE [Moved buffers]
+    addOutliving(seg); // NOTE [Moved buffers]
   } else {
     seg.unref();
     received.park(seg, spare);
@@ -156,8 +177,10 @@ setSharedAllocator((nbytes) => {
 process.on('exit', () => {
   for (const seg of everLeased) if (seg.leased) seg.drop();
   everLeased.clear();
-  // A worker thread's moved buffers may live on in another thread of this process, which
-  // lets go of them when it exits; at the process's exit nothing is left to use them.
+  // What no buffer uses any more goes back now. A worker thread's moved buffers may live on
+  // in another thread of this process, and its hold stays with them (known gap: until the
+  // process exits); at the process's exit nothing is left to use them.
+  checkOutliving(true);
   if (isMainThread) for (const seg of outliving) seg.drop();
   outliving.clear();
   cache.clear();

@@ -475,13 +475,17 @@ function dropBacklogs(): void {
 // SIGTERM (what terminate() and a failed sibling's join() send), SIGINT and SIGHUP kill a
 // Node process without running its exit hooks, and the frames still in its backlogs would
 // keep their slots in a bounded queue for good (a thread child, stopped through
-// process.exit(), gives them back). So while a process child has a backlog, it handles those
-// signals: it gives the backlogs back, then dies of the signal all the same (the parent still
-// sees "terminated with signal SIGTERM"). Only while there is a backlog: a handled signal
-// waits for the event loop, and a child busy in a synchronous loop would otherwise no longer
-// die of SIGTERM at once. Not in the user's own main process, whose signals are its own; and
-// a target that handles the signal itself keeps it (then nothing is done here).
+// process.exit(), gives them back). So once a process child has had a backlog, it handles
+// those signals: it gives what backlogs it has back, then dies of the signal all the same
+// (the parent still sees "terminated with signal SIGTERM"). Not before: a handled signal waits
+// for the event loop, so a child busy in a synchronous loop dies of it only when the loop
+// runs again, and children that never had a backlog keep the kernel's immediate default.
+// Never removed once installed: a signal caught while the last backlog was being flushed,
+// not yet dispatched, would be lost with the handler, and the child would live on. Not in
+// the user's own main process, whose signals are its own; and a target that handles the
+// signal itself keeps it (the handler goes first, so it sees even a once() handler).
 const DEADLY: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+let deadlyHandled = false;
 const onDeadly = (signal: NodeJS.Signals): void => {
   if (process.listenerCount(signal) > 1) return; // the target's own handler decides
   dropBacklogs();
@@ -490,12 +494,15 @@ const onDeadly = (signal: NodeJS.Signals): void => {
 };
 
 function addBacklogged(e: Endpoint): void {
-  if (backlogged.size === 0 && isMainThread && isProcessChild()) for (const s of DEADLY) process.on(s, onDeadly);
+  if (!deadlyHandled && isMainThread && isProcessChild()) {
+    deadlyHandled = true;
+    for (const s of DEADLY) process.prependListener(s, onDeadly);
+  }
   backlogged.add(e);
 }
 
 function removeBacklogged(e: Endpoint): void {
-  if (backlogged.delete(e) && backlogged.size === 0) for (const s of DEADLY) process.off(s, onDeadly);
+  backlogged.delete(e);
 }
 
 function timedOut(timeout: number, onTimeout: ((timeout: number) => Error) | undefined): Error {

@@ -7,6 +7,8 @@ interface TransportAddon {
   Marker: new () => object;
   /** Readiness now, without waiting: 1 readable, 2 writable, 4 hang-up/error. */
   pollNow(fd: number, events: number): number;
+  /** Own enumerable string keys that are not array indices (an array's extra properties). */
+  namedKeys(obj: object): string[];
 }
 
 export const transportAddon = addon as unknown as TransportAddon;

@@ -8,6 +8,7 @@ import { types } from 'node:util';
 import { NotTransferableError } from '../errors.js';
 import { reductionFor } from './registry.js';
 import { marker } from './markers.js';
+import { transportAddon } from './native.js';
 
 export interface Walked {
   /** The value to serialize: the original, or a copy with markers in it. */
@@ -44,6 +45,8 @@ class Walker {
   cyclic = false;
   /** Inside an Error's cause, which V8 serializes itself: nothing registered may be there. */
   #inCause = 0;
+  /** An Error's cause leads back to a container being walked. */
+  causeCycle = false;
   dirty = false;
 
   constructor(readonly copyAll: boolean, readonly root: string) {}
@@ -96,9 +99,14 @@ class Walker {
     if (value === null) return value;
     const obj = value as object;
     const done = this.#done.get(obj);
-    if (done !== undefined || this.#done.has(obj)) return done;
+    if (done !== undefined || this.#done.has(obj)) {
+      // Met before, outside an error's cause: copied then, it holds something registered.
+      if (this.#inCause > 0 && done !== obj) this.#fail("an object holding a tensor, queue or event, inside an Error's cause (send it beside the error)");
+      return done;
+    }
     if (this.#active.has(obj)) {
       this.cyclic = true;
+      if (this.#inCause > 0) this.causeCycle = true; // checked once the walk is over: prepare()
       return obj;
     }
     // Before reductionFor(), which reads obj.constructor: that would run a Proxy's traps.
@@ -163,12 +171,15 @@ class Walker {
       if (out === null && w !== v) out = a.slice(0, i); // slice() keeps holes
       if (out !== null) out[i] = w;
     }
-    const keys = Object.keys(a); // own indices first, ascending, then the other keys
-    for (let j = present; j < keys.length; j++) {
-      const key = keys[j]!;
+    const named = namedKeys(a, present);
+    for (let j = 0; j < named.length; j++) {
+      const key = named[j]!;
       const v = (a as unknown as Record<string, unknown>)[key];
       const w = this.#child(AT_KEY, key, v);
-      if (out === null && w !== v) out = a.slice();
+      if (out === null && w !== v) {
+        out = a.slice();
+        for (let m = 0; m < j; m++) (out as unknown as Record<string, unknown>)[named[m]!] = (a as unknown as Record<string, unknown>)[named[m]!];
+      }
       if (out !== null) (out as unknown as Record<string, unknown>)[key] = w;
     }
     if (out !== null) out.length = n; // trailing holes
@@ -236,6 +247,19 @@ class Walker {
 
 }
 
+const NO_KEYS: readonly string[] = [];
+
+/**
+ * An array's own enumerable keys that are not indices (`present` is how many own indices it
+ * has). Object.keys() lists every index first, a string each: cheap for a short array, for a
+ * long one the addon lists the other keys alone.
+ */
+function namedKeys(a: unknown[], present: number): readonly string[] {
+  if (a.length > 16) return transportAddon.namedKeys(a);
+  const keys = Object.keys(a);
+  return keys.length === present ? NO_KEYS : keys.slice(present);
+}
+
 function describeKey(k: unknown): string {
   return typeof k === 'string' ? JSON.stringify(k) : typeof k === 'object' && k !== null ? '{…}' : String(k);
 }
@@ -257,6 +281,7 @@ function fail(rawPath: string, what: string): never {
 export function prepare(value: unknown, path = ''): Walked {
   const w = new Walker(false, path);
   const root = w.visit(value);
+  if (w.causeCycle && w.dirty) fail(path, "an Error whose cause leads back to an object holding a tensor, queue or event (send it beside the error)");
   if (!w.dirty) return { root: value, objects: w.objects };
   if (!w.cyclic) return { root, objects: w.objects };
   // A cycle may lead back to a container that was copied after the cycle was met, so that

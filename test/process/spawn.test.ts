@@ -359,6 +359,23 @@ describe("stopping a thread child (NOTE [Stopping a thread child])", () => {
     assert.deepEqual([...openFds().keys()].filter((fd) => !before.has(fd)), [], 'descriptors the thread held are closed');
   });
 
+  it('a stopped thread stops its own thread children first: nothing they held outlives them', TIMEOUT, async () => {
+    // A worker's exit terminates the workers it started, without their exit handlers.
+    const before = new Set(openFds().keys());
+    const ready = new MpEvent();
+    const ctx = startProcesses(target('nestThenWait'), { args: [ready], join: false, startMethod: 'thread' });
+    try {
+      await ready.wait();
+      ctx.processes[0]!.terminate();
+      await assert.rejects(ctx.join(), (e: unknown) => e instanceof ProcessExitedException && e.signalName === 'SIGTERM');
+    } finally {
+      await reap(ctx);
+      ready.close();
+    }
+    emptyCache();
+    assert.deepEqual([...openFds().keys()].filter((fd) => !before.has(fd)), [], 'descriptors the threads held are closed');
+  });
+
   it('a thread that cannot take the stop (a synchronous loop) is terminated all the same', TIMEOUT, async () => {
     const dir = freshDir();
     const ctx = startProcesses(target('spinAfterReady'), { args: [dir], join: false, startMethod: 'thread' });
@@ -372,9 +389,12 @@ describe("stopping a thread child (NOTE [Stopping a thread child])", () => {
     }
   });
 
-  it('a thread that ended on its own before terminate() reached it reports its own exit code, as a process does', TIMEOUT, async () => {
+  for (const [how, code, signal] of [['returned', 0, 'SIGTERM'], ['exited with code 1', 1, 'SIGKILL']] as const) {
+  it(`a thread that ${how} on its own before ${signal} reached it reports its own exit code, as a process does`, TIMEOUT, async () => {
     const tasks = (): number => readdirSync('/proc/self/task').length;
-    const ctx = startProcesses(target('success'), { join: false, startMethod: 'thread' });
+    const ctx = code === 0
+      ? startProcesses(target('success'), { join: false, startMethod: 'thread' })
+      : startProcesses(target('exitCode'), { args: [1, freshDir()], join: false, startMethod: 'thread' });
     try {
       await ctx.started;
       // Block this event loop until the thread is gone from the process, so that its 'exit'
@@ -386,14 +406,16 @@ describe("stopping a thread child (NOTE [Stopping a thread child])", () => {
         if (performance.now() > deadline) throw new Error('the thread did not end');
         Atomics.wait(nap, 0, 0, 1);
       }
-      ctx.processes[0]!.terminate();
-      assert.equal(await ctx.join(), true);
-      assert.equal(ctx.processes[0]!.exitCode, 0);
+      ctx.processes[0]!.kill(signal);
+      if (code === 0) assert.equal(await ctx.join(), true);
+      else await assert.rejects(ctx.join(), (e: unknown) => e instanceof ProcessExitedException && e.exitCode === 1);
+      assert.equal(ctx.processes[0]!.exitCode, code);
       assert.equal(ctx.processes[0]!.signalName, null);
     } finally {
       await reap(ctx);
     }
   });
+  }
 
   it('SIGKILL after an unheeded SIGTERM ends the thread at once and is what is reported', TIMEOUT, async () => {
     const dir = freshDir();

@@ -72,13 +72,20 @@ describe('values', () => {
   test('arrays copied on the way to a tensor keep their holes and extra properties (as structured clone)', () => {
     const t = mp.full([2], 5, { shared: true });
     const holey = [1, , 3]; // eslint-disable-line no-sparse-arrays
-    const tagged = Object.assign([t, 2], { label: 'batch-7', inner: t });
+    const tagged = Object.assign([t, 2], { label: 'batch-7', inner: t, after: 'kept too' });
     const trailing = [t, 1, , ,]; // eslint-disable-line no-sparse-arrays
     const boxed = Object(10n) as object;
     const got = roundTrip({ holey, tagged, trailing, boxed, t }) as any;
     assert.equal(1 in got.holey, false, 'a hole stays a hole');
     assert.equal(got.holey.length, 3);
     assert.equal(got.tagged.label, 'batch-7');
+    assert.equal(got.tagged.after, 'kept too');
+    const late = Object.assign([1, 2], { keep: 'kept', t }); // an extra key before the one that holds a tensor
+    assert.equal((roundTrip({ late }) as any).late.keep, 'kept');
+    const long = Object.assign(Array.from({ length: 100 }, (_, i) => i), { label: 'long', t }); // the addon lists its keys
+    const gotLong = (roundTrip({ long }) as any).long;
+    assert.equal(gotLong.label, 'long');
+    assert.equal(gotLong[99], 99);
     assert.ok(got.tagged.inner instanceof mp.Tensor, 'a tensor under an extra property is a tensor');
     assert.equal(got.tagged.inner.storage, got.tagged[0].storage);
     assert.equal(got.trailing.length, 4);
@@ -172,6 +179,10 @@ describe('refused values', () => {
     ['a Symbol object', () => ({ s: Object(Symbol('s')) }), 's'],
     // V8 writes an error's cause itself: a tensor there would arrive as a plain object.
     ['a tensor in an Error\'s cause', () => ({ err: new Error('failed', { cause: mp.zeros([1]) }) }), 'err.cause'],
+    // Met first outside the cause (copied there), then inside it.
+    ['an object holding a tensor, met again in an Error\'s cause', () => { const box = { t: mp.zeros([1]) }; return { box, e: new Error('x', { cause: box }) }; }, 'e.cause'],
+    // A cause that leads back to a container holding a tensor (V8 would write the tensor as a plain object).
+    ['a cycle through an Error\'s cause to a tensor', () => { const box: any = { t: mp.zeros([1]) }; box.e = new Error('x', { cause: box }); return box; }, '(message)'],
   ];
   for (const [what, make, path] of cases) {
     test(`${what}: NotTransferableError naming ${path}`, () => {
