@@ -2,4 +2,3 @@ export { addon, addonPath, EAGAIN, EMSGSIZE, POLL_READABLE, POLL_WRITABLE, POLL_
 export type { Addon, NativeMapping, NativePoll, FutexResult } from './addon.js';
 export { systemError } from './errors.js';
 export { dupAll, closeOnce } from './fds.js';
-export { isProcessChild, markProcessChild } from './process-role.js';

@@ -5,7 +5,6 @@ import { ChannelReader, sendFrames } from './channel-io.js';
 import { CONTROL_FD, toFrames, type ErrorMessage, type StartMessage } from './messages.js';
 import { runTarget } from './child-run.js';
 import { PARENT_PID_ENV } from './process-env.js';
-import { markProcessChild } from '../native/process-role.js';
 
 // First of all, before any await: die with the parent. PR_SET_PDEATHSIG does not fire for a
 // parent that died before the prctl, so compare getppid() with the pid the parent gave us.
@@ -13,7 +12,6 @@ addon.setParentDeathSignal(9 /* SIGKILL */);
 const expectedParent = Number(process.env[PARENT_PID_ENV]);
 if (addon.getppid() !== expectedParent) process.exit(1);
 delete process.env[PARENT_PID_ENV];
-markProcessChild();
 
 // Slot 3 is inheritable; our own children must not hold it (nor the argument slots), so
 // move each to a close-on-exec copy.

@@ -16,7 +16,7 @@
 // join_thread(): it resolves once the backlog is empty.
 // Receivers take exactly one datagram per get(): a process never reads ahead, so a consumer
 // that stops (or is killed) leaves every message it did not take to the others.
-import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, isProcessChild, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
+import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
 import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError } from '../errors.js';
 import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
@@ -151,7 +151,7 @@ export class Endpoint {
         kept.dispose();
         throw e;
       }
-      addBacklogged(this);
+      backlogged.add(this);
     }
   }
 
@@ -214,7 +214,7 @@ export class Endpoint {
       this.#backlog.shift();
       this.#drop(k, false);
     }
-    removeBacklogged(this);
+    backlogged.delete(this);
     this.sendWatcher.onWritable(null);
     this.#settleFlushed();
     if (this.#closed) this.#closeFds();
@@ -436,7 +436,7 @@ export class Endpoint {
 
   /** Lets go of every frame not sent yet: each is abandoned, and onDropped is told. */
   dropBacklog(): void {
-    removeBacklogged(this);
+    backlogged.delete(this);
     for (const k of this.#backlog.splice(0)) this.#drop(k, true);
     this.#settleFlushed();
   }
@@ -444,7 +444,7 @@ export class Endpoint {
   #closeFds(): void {
     if (this.#fdsClosed) return;
     this.#fdsClosed = true;
-    removeBacklogged(this);
+    backlogged.delete(this);
     this.sendWatcher.close();
     this.recvWatcher.close();
     addon.close(this.sendFd);
@@ -456,10 +456,15 @@ export class Endpoint {
 // with a backlog, which otherwise keeps it alive until it is sent) gives them back: a bounded
 // queue's slots are freed (onDropped), and references in flight abandoned. A worker thread
 // also closes the descriptors, which its process keeps (NOTE [Queue objects and descriptors]).
-// A kill runs no hook: that loses what the backlog held (but see NOTE [Deadly signals in a
-// child]). First of the exit hooks: the references given back are dropped through segment
-// headers that the allocator's own exit hook unmaps (allocator.ts), and a creator waiting for
-// its segment is woken through them.
+// A kill runs no hook: that loses what the backlog held, and a bounded queue keeps their
+// slots (as torch's semaphore does), for SIGTERM too. Handling SIGTERM here to give them back
+// was tried and taken back: a signal handled in JavaScript waits for the event loop, so a
+// child busy in a synchronous loop would no longer die of it at once (or would exit 0 when
+// its target returned first), and a handler removed with the last backlog could lose a
+// signal caught just before. A thread child gives them back (NOTE [Stopping a thread child]).
+// First of the exit hooks: the references given back are dropped through segment headers
+// that the allocator's own exit hook unmaps (allocator.ts), and a creator waiting for its
+// segment is woken through them.
 const backlogged = new Set<Endpoint>();
 process.prependListener('exit', dropBacklogs);
 
@@ -469,40 +474,6 @@ function dropBacklogs(): void {
     if (isMainThread) e.dropBacklog();
     else e.closeAtExit();
   }
-}
-
-// NOTE [Deadly signals in a child]
-// SIGTERM (what terminate() and a failed sibling's join() send), SIGINT and SIGHUP kill a
-// Node process without running its exit hooks, and the frames still in its backlogs would
-// keep their slots in a bounded queue for good (a thread child, stopped through
-// process.exit(), gives them back). So once a process child has had a backlog, it handles
-// those signals: it gives what backlogs it has back, then dies of the signal all the same
-// (the parent still sees "terminated with signal SIGTERM"). Not before: a handled signal waits
-// for the event loop, so a child busy in a synchronous loop dies of it only when the loop
-// runs again, and children that never had a backlog keep the kernel's immediate default.
-// Never removed once installed: a signal caught while the last backlog was being flushed,
-// not yet dispatched, would be lost with the handler, and the child would live on. Not in
-// the user's own main process, whose signals are its own; and a target that handles the
-// signal itself keeps it (the handler goes first, so it sees even a once() handler).
-const DEADLY: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
-let deadlyHandled = false;
-const onDeadly = (signal: NodeJS.Signals): void => {
-  if (process.listenerCount(signal) > 1) return; // the target's own handler decides
-  dropBacklogs();
-  for (const s of DEADLY) process.off(s, onDeadly);
-  process.kill(process.pid, signal); // the default action now: it kills
-};
-
-function addBacklogged(e: Endpoint): void {
-  if (!deadlyHandled && isMainThread && isProcessChild()) {
-    deadlyHandled = true;
-    for (const s of DEADLY) process.prependListener(s, onDeadly);
-  }
-  backlogged.add(e);
-}
-
-function removeBacklogged(e: Endpoint): void {
-  backlogged.delete(e);
 }
 
 function timedOut(timeout: number, onTimeout: ((timeout: number) => Error) | undefined): Error {

@@ -101,12 +101,13 @@ class Walker {
     const done = this.#done.get(obj);
     if (done !== undefined || this.#done.has(obj)) {
       // Met before, outside an error's cause: copied then, it holds something registered.
-      if (this.#inCause > 0 && done !== obj) this.#fail("an object holding a tensor, queue or event, inside an Error's cause (send it beside the error)");
+      // (The second walk of a cyclic message copies everything: the first one checked.)
+      if (this.#inCause > 0 && done !== obj && !this.copyAll) this.#fail("an object holding a tensor, queue or event, inside an Error's cause (send it beside the error)");
       return done;
     }
     if (this.#active.has(obj)) {
       this.cyclic = true;
-      if (this.#inCause > 0) this.causeCycle = true; // checked once the walk is over: prepare()
+      if (this.#inCause > 0) this.causeCycle = true; // see prepare()
       return obj;
     }
     // Before reductionFor(), which reads obj.constructor: that would run a Proxy's traps.
@@ -162,27 +163,24 @@ class Walker {
     const n = a.length;
     let out: unknown[] | null = this.copyAll ? new Array(n) : null;
     if (out !== null) this.#done.set(a, out);
-    let present = 0;
     for (let i = 0; i < n; i++) {
       if (!(i in a)) continue; // a hole stays a hole
-      present++;
       const v = a[i];
       const w = this.#child(AT_INDEX, i, v);
-      if (out === null && w !== v) out = a.slice(0, i); // slice() keeps holes
+      if (out === null && w !== v) out = copyElements(a, i);
       if (out !== null) out[i] = w;
     }
-    const named = namedKeys(a, present);
+    const named = namedKeys(a);
     for (let j = 0; j < named.length; j++) {
       const key = named[j]!;
       const v = (a as unknown as Record<string, unknown>)[key];
       const w = this.#child(AT_KEY, key, v);
       if (out === null && w !== v) {
-        out = a.slice();
+        out = copyElements(a, n);
         for (let m = 0; m < j; m++) (out as unknown as Record<string, unknown>)[named[m]!] = (a as unknown as Record<string, unknown>)[named[m]!];
       }
       if (out !== null) (out as unknown as Record<string, unknown>)[key] = w;
     }
-    if (out !== null) out.length = n; // trailing holes
     return out ?? a;
   }
 
@@ -248,16 +246,27 @@ class Walker {
 }
 
 const NO_KEYS: readonly string[] = [];
+const INDEX_KEY = /^(?:0|[1-9]\d*)$/;
 
 /**
- * An array's own enumerable keys that are not indices (`present` is how many own indices it
- * has). Object.keys() lists every index first, a string each: cheap for a short array, for a
- * long one the addon lists the other keys alone.
+ * An array's own enumerable keys that are not indices. Object.keys() lists every index first,
+ * a string each: cheap for a short array; for a long one the addon lists the other keys alone.
  */
-function namedKeys(a: unknown[], present: number): readonly string[] {
+function namedKeys(a: unknown[]): readonly string[] {
   if (a.length > 16) return transportAddon.namedKeys(a);
   const keys = Object.keys(a);
-  return keys.length === present ? NO_KEYS : keys.slice(present);
+  if (keys.length === 0 || INDEX_KEY.test(keys[keys.length - 1]!)) return NO_KEYS; // indices only
+  return keys.filter((k) => !INDEX_KEY.test(k) || Number(k) >= 2 ** 32 - 1);
+}
+
+/**
+ * A plain array of `a`'s length holding its elements before index `upTo` (holes stay holes).
+ * Not a.slice(): that would build a subclass through its constructor (Symbol.species).
+ */
+function copyElements(a: unknown[], upTo: number): unknown[] {
+  const out = new Array(a.length);
+  for (let i = 0; i < upTo; i++) if (i in a) out[i] = a[i];
+  return out;
 }
 
 function describeKey(k: unknown): string {
@@ -281,7 +290,10 @@ function fail(rawPath: string, what: string): never {
 export function prepare(value: unknown, path = ''): Walked {
   const w = new Walker(false, path);
   const root = w.visit(value);
-  if (w.causeCycle && w.dirty) fail(path, "an Error whose cause leads back to an object holding a tensor, queue or event (send it beside the error)");
+  // A message with registered objects is sent as a copy, but an Error is sent as it is (V8
+  // writes it), so its cause would lead back to the originals: a structure the receiver's
+  // V8 cannot read back. Refused, where the same message without them travels as it is.
+  if (w.causeCycle && w.dirty) fail(path, "an Error whose cause leads back into a message that holds tensors, queues or events (send the error, or its cause, apart)");
   if (!w.dirty) return { root: value, objects: w.objects };
   if (!w.cyclic) return { root, objects: w.objects };
   // A cycle may lead back to a container that was copied after the cycle was met, so that

@@ -253,9 +253,11 @@ describe('SimpleQueue', () => {
     q.close();
   });
 
-  for (const startMethod of ['spawn', 'thread'] as const) {
-    test(`a bounded queue whose producer ${startMethod === 'spawn' ? 'process' : 'thread'} is terminated with messages unsent gets their slots back`, async () => {
-      // NOTE [Deadly signals in a child]: SIGTERM runs no exit hook in a process.
+  // A process child that is terminated loses them (as torch's semaphore does): see the note
+  // above `backlogged` in endpoint.ts.
+  for (const startMethod of ['thread'] as const) {
+    test(`a bounded queue whose producer ${startMethod} is terminated with messages unsent gets their slots back`, async () => {
+      // NOTE [Stopping a thread child]: the stop runs the thread's exit hooks.
       const q = new mp.Queue<{ k: number }>({ maxsize: 8 });
       const ready = new mp.Event();
       const ctx = mp.startProcesses(target('fillThenWait'), { args: [q, ready], join: false, startMethod });

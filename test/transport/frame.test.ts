@@ -82,6 +82,24 @@ describe('values', () => {
     assert.equal(got.tagged.after, 'kept too');
     const late = Object.assign([1, 2], { keep: 'kept', t }); // an extra key before the one that holds a tensor
     assert.equal((roundTrip({ late }) as any).late.keep, 'kept');
+    // A subclass is copied as a plain array, never through its own constructor (Symbol.species).
+    class NoSpecies extends Array {
+      constructor(...xs: unknown[]) {
+        if (xs.length === 1 && typeof xs[0] === 'number') throw new TypeError('built through Symbol.species');
+        super(...(xs as number[]));
+      }
+    }
+    const sub = (roundTrip({ sub: new NoSpecies(t, 1) }) as any).sub;
+    assert.equal(Object.getPrototypeOf(sub), Array.prototype);
+    assert.ok(sub[0] instanceof mp.Tensor);
+    assert.equal(sub[1], 1);
+    // An error's cause met elsewhere too, in a message copied for its cycle: no tensor under it, it travels.
+    const meta: any = { step: 7 };
+    const shared: any = { meta, err: new Error('x', { cause: meta }), t };
+    shared.self = shared;
+    const gotShared = roundTrip(shared) as any;
+    assert.equal(gotShared.err.cause.step, 7);
+    assert.equal(gotShared.self, gotShared);
     const long = Object.assign(Array.from({ length: 100 }, (_, i) => i), { label: 'long', t }); // the addon lists its keys
     const gotLong = (roundTrip({ long }) as any).long;
     assert.equal(gotLong.label, 'long');
