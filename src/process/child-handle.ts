@@ -34,7 +34,13 @@ const running = new Set<ChildHandle>();
 export async function stopRunningChildren(ms: number): Promise<void> {
   if (running.size === 0) return;
   const children = [...running];
-  for (const c of children) c.kill('SIGTERM');
+  for (const c of children) {
+    try {
+      c.kill('SIGTERM');
+    } catch {
+      // gone meanwhile: its exit settles `exited`
+    }
+  }
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
     Promise.all(children.map((c) => c.exited)),
@@ -61,7 +67,11 @@ export abstract class ChildHandle implements SpawnedProcess {
   ) {
     this.#onExit = onExit;
     this.exited = new Promise((resolve) => (this.#resolveExited = resolve));
-    running.add(this);
+  }
+
+  /** @internal Counts the child among this thread's running ones (stopRunningChildren), once it is fully made. */
+  markRunning(): void {
+    if (this.exitCode === null) running.add(this);
   }
 
   isAlive(): boolean {

@@ -108,11 +108,11 @@ async function launch(
         fds: startMethod === 'spawn' ? encoded.fds.map((_, k) => CHILD_FD_BASE + k) : encoded.fds,
         preload,
       };
-      children.push(
-        startMethod === 'spawn'
-          ? new ProcessChild(start, { entry, execArgv, daemon, argFds: encoded.fds }, onExit)
-          : new ThreadChild(start, { entry, daemon }, onExit),
-      );
+      const child = startMethod === 'spawn'
+        ? new ProcessChild(start, { entry, execArgv, daemon, argFds: encoded.fds }, onExit)
+        : new ThreadChild(start, { entry, daemon }, onExit);
+      children.push(child);
+      child.markRunning();
     }
   } catch (e) {
     // A bad target, or could not start them all (out of descriptors, say): leave nothing
