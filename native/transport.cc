@@ -69,9 +69,33 @@ Napi::Value NamedKeys(const Napi::CallbackInfo& info) {
   return Napi::Value(info.Env(), FromV8(scope.Escape(keys)));
 }
 
+// ownIndices(array) -> its own enumerable keys, element indices first as numbers (ascending),
+// then the other keys as strings: how to visit a sparse array (one element at 2**28, say)
+// without counting up to its length.
+Napi::Value OwnIndices(const Napi::CallbackInfo& info) {
+  v8::Isolate* isolate = v8::Isolate::GetCurrent();
+  v8::EscapableHandleScope scope(isolate);
+  v8::Local<v8::Value> v = ToV8(info[0]);
+  if (!v->IsArray()) {
+    Napi::TypeError::New(info.Env(), "tensorproc addon: ownIndices expects an array").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  v8::Local<v8::Context> context = isolate->GetCurrentContext();
+  v8::Local<v8::Array> keys;
+  if (!v.As<v8::Object>()
+           ->GetPropertyNames(context, v8::KeyCollectionMode::kOwnOnly,
+                              static_cast<v8::PropertyFilter>(v8::ONLY_ENUMERABLE | v8::SKIP_SYMBOLS),
+                              v8::IndexFilter::kIncludeIndices, v8::KeyConversionMode::kKeepNumbers)
+           .ToLocal(&keys)) {
+    return info.Env().Undefined();  // an exception is pending
+  }
+  return Napi::Value(info.Env(), FromV8(scope.Escape(keys)));
+}
+
 }  // namespace
 
 void InitTransport(Napi::Env env, Napi::Object exports) {
+  exports.Set("ownIndices", Napi::Function::New(env, OwnIndices));
   exports.Set("Marker", MarkerClass(env));
   exports.Set("pollNow", Napi::Function::New(env, PollNow));
   exports.Set("namedKeys", Napi::Function::New(env, NamedKeys));

@@ -9,6 +9,8 @@ interface TransportAddon {
   pollNow(fd: number, events: number): number;
   /** Own enumerable string keys that are not array indices (an array's extra properties). */
   namedKeys(obj: object): string[];
+  /** An array's own enumerable keys: its element indices first, as numbers, ascending; then the others, as strings. */
+  ownIndices(a: unknown[]): (number | string)[];
 }
 
 export const transportAddon = addon as unknown as TransportAddon;

@@ -163,25 +163,43 @@ class Walker {
     const n = a.length;
     let out: unknown[] | null = this.copyAll ? new Array(n) : null;
     if (out !== null) this.#done.set(a, out);
+    let holes = 0;
     for (let i = 0; i < n; i++) {
-      if (!(i in a)) continue; // a hole stays a hole
-      const v = a[i];
-      const w = this.#child(AT_INDEX, i, v);
-      if (out === null && w !== v) out = copyElements(a, i);
-      if (out !== null) out[i] = w;
+      if (i in a) {
+        out = this.#element(a, i, out, false);
+      } else if (++holes > SPARSE_HOLES && holes > i / 2) {
+        // Mostly holes (one element at 2**28, say): visit the elements the array has, not
+        // every index up to its length. The addon lists them; a dense array never gets here,
+        // where listing its indices would cost far more than counting through them.
+        for (const k of transportAddon.ownIndices(a)) {
+          if (typeof k !== 'number') break; // the other keys follow the indices
+          if (k > i) out = this.#element(a, k, out, true);
+        }
+        break;
+      } // else a hole stays a hole
     }
     const named = namedKeys(a);
+    const sparse = holes > SPARSE_HOLES;
     for (let j = 0; j < named.length; j++) {
       const key = named[j]!;
       const v = (a as unknown as Record<string, unknown>)[key];
       const w = this.#child(AT_KEY, key, v);
       if (out === null && w !== v) {
-        out = copyElements(a, n);
+        out = copyElements(a, n, sparse);
         for (let m = 0; m < j; m++) (out as unknown as Record<string, unknown>)[named[m]!] = (a as unknown as Record<string, unknown>)[named[m]!];
       }
       if (out !== null) (out as unknown as Record<string, unknown>)[key] = w;
     }
     return out ?? a;
+  }
+
+  /** Visits element `i` of `a`; returns the copy (made now if this element changed), or null. */
+  #element(a: unknown[], i: number, out: unknown[] | null, sparse: boolean): unknown[] | null {
+    const v = a[i];
+    const w = this.#child(AT_INDEX, i, v);
+    if (out === null && w !== v) out = copyElements(a, i, sparse);
+    if (out !== null) out[i] = w;
+    return out;
   }
 
   #map(m: Map<unknown, unknown>): Map<unknown, unknown> {
@@ -246,6 +264,8 @@ class Walker {
 }
 
 const NO_KEYS: readonly string[] = [];
+/** Holes an array may have before the walk visits only its elements (see #array). */
+const SPARSE_HOLES = 4096;
 const INDEX_KEY = /^(?:0|[1-9]\d*)$/;
 
 /**
@@ -260,12 +280,20 @@ function namedKeys(a: unknown[]): readonly string[] {
 }
 
 /**
- * A plain array of `a`'s length holding its elements before index `upTo` (holes stay holes).
- * Not a.slice(): that would build a subclass through its constructor (Symbol.species).
+ * A plain array of `a`'s length holding its elements before index `upTo` (holes stay holes),
+ * found through the addon when `a` is mostly holes. Not a.slice(): that would build a
+ * subclass through its constructor (Symbol.species).
  */
-function copyElements(a: unknown[], upTo: number): unknown[] {
+function copyElements(a: unknown[], upTo: number, sparse: boolean): unknown[] {
   const out = new Array(a.length);
-  for (let i = 0; i < upTo; i++) if (i in a) out[i] = a[i];
+  if (sparse) {
+    for (const k of transportAddon.ownIndices(a)) {
+      if (typeof k !== 'number' || k >= upTo) break;
+      out[k] = a[k];
+    }
+  } else {
+    for (let i = 0; i < upTo; i++) if (i in a) out[i] = a[i];
+  }
   return out;
 }
 

@@ -100,6 +100,14 @@ describe('values', () => {
     const gotShared = roundTrip(shared) as any;
     assert.equal(gotShared.err.cause.step, 7);
     assert.equal(gotShared.self, gotShared);
+    // A sparse array: its elements are visited (and copied), not every index up to its length.
+    const sparse: unknown[] = [1];
+    sparse[2 ** 28] = t;
+    const gotSparse = (roundTrip({ sparse }) as any).sparse;
+    assert.equal(gotSparse.length, 2 ** 28 + 1);
+    assert.equal(gotSparse[0], 1);
+    assert.equal(1 in gotSparse, false);
+    assert.ok(gotSparse[2 ** 28] instanceof mp.Tensor);
     const long = Object.assign(Array.from({ length: 100 }, (_, i) => i), { label: 'long', t }); // the addon lists its keys
     const gotLong = (roundTrip({ long }) as any).long;
     assert.equal(gotLong.label, 'long');
