@@ -45,8 +45,10 @@ class Walker {
   cyclic = false;
   /** Inside an Error's cause, which V8 serializes itself: nothing registered may be there. */
   #inCause = 0;
-  /** An Error's cause leads back to a container being walked. */
+  /** An Error's cause leads back to a container entered outside it, still being walked. */
   causeCycle = false;
+  /** Containers entered inside an Error's cause. */
+  readonly #enteredInCause = new Set<object>();
   dirty = false;
 
   constructor(readonly copyAll: boolean, readonly root: string) {}
@@ -100,14 +102,21 @@ class Walker {
     const obj = value as object;
     const done = this.#done.get(obj);
     if (done !== undefined || this.#done.has(obj)) {
-      // Met before, outside an error's cause: copied then, it holds something registered.
-      // (The second walk of a cyclic message copies everything: the first one checked.)
-      if (this.#inCause > 0 && done !== obj && !this.copyAll) this.#fail("an object holding a tensor, queue or event, inside an Error's cause (send it beside the error)");
+      // Met before, outside an error's cause, and copied then: the cause, which V8 writes as
+      // it is, would lead to the original. In the first walk that means it holds something
+      // registered; in the second (a cyclic message, every container copied) the two would
+      // arrive as two objects.
+      if (this.#inCause > 0 && done !== obj) {
+        this.#fail(this.copyAll
+          ? 'an object that is also in an Error\'s cause, in a message with a cycle that holds tensors, queues or events (send the error apart)'
+          : "an object holding a tensor, queue or event, inside an Error's cause (send it beside the error)");
+      }
       return done;
     }
     if (this.#active.has(obj)) {
       this.cyclic = true;
-      if (this.#inCause > 0) this.causeCycle = true; // see prepare()
+      // A cause that leads back to a container entered outside it: see prepare().
+      if (this.#inCause > 0 && !this.#enteredInCause.has(obj)) this.causeCycle = true;
       return obj;
     }
     // Before reductionFor(), which reads obj.constructor: that would run a Proxy's traps.
@@ -133,7 +142,14 @@ class Walker {
       for (const [C, what] of REFUSED) if (obj instanceof C) this.#fail(what);
       for (const C of LEAVES) if (obj instanceof C) return this.#leaf(obj);
     }
+    if (this.#inCause > 0 && this.copyAll) {
+      // The second walk copies every container, but what a cause holds is written by V8 as it
+      // is, and the first walk found nothing registered there: it stays itself.
+      this.#done.set(obj, obj);
+      return obj;
+    }
     this.#active.add(obj);
+    if (this.#inCause > 0) this.#enteredInCause.add(obj);
     const out = Array.isArray(obj) ? this.#array(obj)
       : obj instanceof Map ? this.#map(obj)
       : obj instanceof Set ? this.#set(obj)
@@ -173,7 +189,7 @@ class Walker {
         // where listing its indices would cost far more than counting through them.
         for (const k of transportAddon.ownIndices(a)) {
           if (typeof k !== 'number') break; // the other keys follow the indices
-          if (k > i) out = this.#element(a, k, out, true);
+          if (k > i && k in a) out = this.#element(a, k, out, true); // (a getter may have deleted it)
         }
         break;
       } // else a hole stays a hole
@@ -275,8 +291,8 @@ const INDEX_KEY = /^(?:0|[1-9]\d*)$/;
 function namedKeys(a: unknown[]): readonly string[] {
   if (a.length > 16) return transportAddon.namedKeys(a);
   const keys = Object.keys(a);
-  if (keys.length === 0 || INDEX_KEY.test(keys[keys.length - 1]!)) return NO_KEYS; // indices only
-  return keys.filter((k) => !INDEX_KEY.test(k) || Number(k) >= 2 ** 32 - 1);
+  if (keys.length === 0) return NO_KEYS;
+  return keys.filter((k) => !INDEX_KEY.test(k) || Number(k) >= 2 ** 32 - 1); // 2**32 - 1 and up are not indices
 }
 
 /**
@@ -289,7 +305,7 @@ function copyElements(a: unknown[], upTo: number, sparse: boolean): unknown[] {
   if (sparse) {
     for (const k of transportAddon.ownIndices(a)) {
       if (typeof k !== 'number' || k >= upTo) break;
-      out[k] = a[k];
+      if (k in a) out[k] = a[k];
     }
   } else {
     for (let i = 0; i < upTo; i++) if (i in a) out[i] = a[i];
