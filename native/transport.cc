@@ -47,45 +47,25 @@ Napi::Value PollNow(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), out);
 }
 
-// namedKeys(obj) -> the own enumerable string keys of obj that are not array indices, in
-// order. Object.keys() of an array lists every index first, a string each: walking the keys
-// an array has besides its elements (structured clone keeps them) must not cost that.
-Napi::Value NamedKeys(const Napi::CallbackInfo& info) {
-  v8::Isolate* isolate = v8::Isolate::GetCurrent();
-  v8::EscapableHandleScope scope(isolate);
-  v8::Local<v8::Value> v = ToV8(info[0]);
-  if (!v->IsObject()) {
-    Napi::TypeError::New(info.Env(), "tensorproc addon: namedKeys expects an object").ThrowAsJavaScriptException();
-    return info.Env().Undefined();
-  }
-  v8::Local<v8::Array> keys;
-  if (!v.As<v8::Object>()
-           ->GetPropertyNames(isolate->GetCurrentContext(), v8::KeyCollectionMode::kOwnOnly,
-                              static_cast<v8::PropertyFilter>(v8::ONLY_ENUMERABLE | v8::SKIP_SYMBOLS),
-                              v8::IndexFilter::kSkipIndices, v8::KeyConversionMode::kConvertToString)
-           .ToLocal(&keys)) {
-    return info.Env().Undefined();  // an exception (a Proxy trap) is pending
-  }
-  return Napi::Value(info.Env(), FromV8(scope.Escape(keys)));
-}
-
-// ownIndices(array) -> its own enumerable keys, element indices first as numbers (ascending),
-// then the other keys as strings: how to visit a sparse array (one element at 2**28, say)
-// without counting up to its length.
-Napi::Value OwnIndices(const Napi::CallbackInfo& info) {
+// arrayKeys(array, indices) -> the array's own enumerable string keys, in order. With
+// `indices`, its element indices come first, as numbers (ascending): how to visit a sparse
+// array (one element at 2**28, say) without counting up to its length. Without, only the
+// keys that are not indices: Object.keys() would make a string of every index first.
+Napi::Value ArrayKeys(const Napi::CallbackInfo& info) {
   v8::Isolate* isolate = v8::Isolate::GetCurrent();
   v8::EscapableHandleScope scope(isolate);
   v8::Local<v8::Value> v = ToV8(info[0]);
   if (!v->IsArray()) {
-    Napi::TypeError::New(info.Env(), "tensorproc addon: ownIndices expects an array").ThrowAsJavaScriptException();
+    Napi::TypeError::New(info.Env(), "tensorproc addon: arrayKeys expects an array").ThrowAsJavaScriptException();
     return info.Env().Undefined();
   }
-  v8::Local<v8::Context> context = isolate->GetCurrentContext();
+  const bool indices = info.Length() > 1 && info[1].ToBoolean().Value();
   v8::Local<v8::Array> keys;
   if (!v.As<v8::Object>()
-           ->GetPropertyNames(context, v8::KeyCollectionMode::kOwnOnly,
+           ->GetPropertyNames(isolate->GetCurrentContext(), v8::KeyCollectionMode::kOwnOnly,
                               static_cast<v8::PropertyFilter>(v8::ONLY_ENUMERABLE | v8::SKIP_SYMBOLS),
-                              v8::IndexFilter::kIncludeIndices, v8::KeyConversionMode::kKeepNumbers)
+                              indices ? v8::IndexFilter::kIncludeIndices : v8::IndexFilter::kSkipIndices,
+                              indices ? v8::KeyConversionMode::kKeepNumbers : v8::KeyConversionMode::kConvertToString)
            .ToLocal(&keys)) {
     return info.Env().Undefined();  // an exception is pending
   }
@@ -95,10 +75,9 @@ Napi::Value OwnIndices(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitTransport(Napi::Env env, Napi::Object exports) {
-  exports.Set("ownIndices", Napi::Function::New(env, OwnIndices));
   exports.Set("Marker", MarkerClass(env));
   exports.Set("pollNow", Napi::Function::New(env, PollNow));
-  exports.Set("namedKeys", Napi::Function::New(env, NamedKeys));
+  exports.Set("arrayKeys", Napi::Function::New(env, ArrayKeys));
 }
 
 }  // namespace tp

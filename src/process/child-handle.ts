@@ -3,6 +3,7 @@
 // is_alive(), terminate(), kill()).
 import { constants } from 'node:os';
 import type { ErrorMessage, StartMethod } from './messages.js';
+import { settledWithin } from './settled-within.js';
 
 export interface SpawnedProcess {
   /** The index the child got as its first argument. */
@@ -34,19 +35,8 @@ const running = new Set<ChildHandle>();
 export async function stopRunningChildren(ms: number): Promise<void> {
   if (running.size === 0) return;
   const children = [...running];
-  for (const c of children) {
-    try {
-      c.kill('SIGTERM');
-    } catch {
-      // gone meanwhile: its exit settles `exited`
-    }
-  }
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    Promise.all(children.map((c) => c.exited)),
-    new Promise((resolve) => (timer = setTimeout(resolve, ms))),
-  ]);
-  clearTimeout(timer);
+  for (const c of children) c.kill('SIGTERM');
+  await settledWithin(Promise.all(children.map((c) => c.exited)), ms);
 }
 
 /** The shared part of ProcessChild and ThreadChild: exit bookkeeping. */

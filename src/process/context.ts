@@ -7,6 +7,7 @@
 import { InvalidArgumentError, ProcessExitedException, ProcessRaisedException, type ProcessException } from '../errors.js';
 import type { ChildHandle, SpawnedProcess } from './child-handle.js';
 import { rebuildError } from './error-payload.js';
+import { settledWithin } from './settled-within.js';
 
 export interface JoinOptions {
   /** Milliseconds to wait before giving up and returning false. Default: wait as long as it takes. */
@@ -94,17 +95,9 @@ export class ProcessContext {
 
   /** Whether the start settled within `ms` (null: no limit); a failed start throws its error. */
   async #startedWithin(ms: number | null): Promise<boolean> {
-    if (ms === null) {
-      await this.#started;
-      return true;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-    try {
-      return await Promise.race([this.#started.then(() => true as const), late]);
-    } finally {
-      clearTimeout(timer);
-    }
+    if (ms !== null) return settledWithin(this.#started, ms);
+    await this.#started;
+    return true;
   }
 
   #allExited(): boolean {
@@ -114,12 +107,12 @@ export class ProcessContext {
   async #stopOthers(gracePeriod: number | null): Promise<void> {
     const alive = (): ChildHandle[] => this.#children.filter((c) => c.isAlive());
     // Infinity (any grace past setTimeout's limit): the others may take as long as they need.
-    if (gracePeriod !== null) await this.#waitUntil(() => alive().length === 0, gracePeriod === Infinity ? null : gracePeriod);
+    if (gracePeriod !== null) await this.#waitUntil(() => alive().length === 0, timerMs(gracePeriod));
     for (const c of alive()) {
       warn(`Terminating process ${c.pid} via signal SIGTERM`);
       c.kill('SIGTERM');
     }
-    await this.#waitUntil(() => alive().length === 0, gracePeriod === null ? DEFAULT_KILL_AFTER_MS : gracePeriod === Infinity ? null : gracePeriod);
+    await this.#waitUntil(() => alive().length === 0, gracePeriod === null ? DEFAULT_KILL_AFTER_MS : timerMs(gracePeriod));
     for (const c of alive()) {
       warn(`Unable to shutdown process ${c.pid} via SIGTERM, forcefully exiting via SIGKILL`);
       c.kill('SIGKILL');
@@ -175,6 +168,11 @@ function warn(message: string): void {
   // torch logs these at WARNING; Node's counterpart is a process warning (stderr by
   // default, observable with process.on('warning')).
   process.emitWarning(message, { type: 'TensorprocWarning', code: 'TP_PROCESS_STOPPING' });
+}
+
+/** A grace period as #waitUntil() takes it: null for no limit (Infinity). */
+function timerMs(grace: number): number | null {
+  return grace === Infinity ? null : grace;
 }
 
 /**

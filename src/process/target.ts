@@ -15,6 +15,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { InvalidArgumentError, TargetIsEntryError, TargetLoadError, TargetNotFoundError, TargetNotFunctionError } from '../errors.js';
+import { settledWithin } from './settled-within.js';
 
 export interface Target {
   module: string | URL;
@@ -71,25 +72,16 @@ export async function resolveTarget(target: Target): Promise<ResolvedTarget> {
 const ENTRY_IMPORT_MS = 2000;
 
 async function importEntry(url: string, exportName: string): Promise<Record<string, unknown>> {
-  let timer: NodeJS.Timeout | undefined;
-  const stuck = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(
-        new TargetIsEntryError(
-          `The spawn target ${url} is the program's entry module, and it is still running its top-level code: ` +
-            `spawn() was awaited at its top level, and importing it would wait for itself. Move the function children run ` +
-            `into a module of its own (spawn { module: new URL('./worker.js', import.meta.url), export: '${exportName}' }), ` +
-            `or call the main code without awaiting it at top level, guarded so that children do not run it: ` +
-            `if (process.argv[1] === fileURLToPath(import.meta.url)) main();`,
-        ),
-      );
-    }, ENTRY_IMPORT_MS);
-  });
-  try {
-    return (await Promise.race([import(url), stuck])) as Record<string, unknown>;
-  } finally {
-    clearTimeout(timer);
-  }
+  const ns = import(url) as Promise<Record<string, unknown>>;
+  if (await settledWithin(ns, ENTRY_IMPORT_MS)) return ns;
+  ns.catch(() => {}); // still evaluating: whatever it ends in, nobody waits for it now
+  throw new TargetIsEntryError(
+    `The spawn target ${url} is the program's entry module, and it is still running its top-level code: ` +
+      `spawn() was awaited at its top level, and importing it would wait for itself. Move the function children run ` +
+      `into a module of its own (spawn { module: new URL('./worker.js', import.meta.url), export: '${exportName}' }), ` +
+      `or call the main code without awaiting it at top level, guarded so that children do not run it: ` +
+      `if (process.argv[1] === fileURLToPath(import.meta.url)) main();`,
+  );
 }
 
 /** Is `url` the file `node` was started with (process.argv[1]), symbolic links resolved? */

@@ -76,18 +76,12 @@ export class Queue<T = unknown> {
       } catch (e) {
         throw systemError(e, 'creating a queue');
       }
-      let state: SharedWords;
       let key: string;
-      try {
-        state = SharedWords.create();
-      } catch (e) {
-        closeAll(fds);
-        throw e;
-      }
+      let state: SharedWords;
       try {
         key = identityKey(fds[1]);
+        state = SharedWords.create(); // closes its own descriptor if it fails
       } catch (e) {
-        state.close();
         closeAll(fds);
         throw e;
       }

@@ -61,7 +61,7 @@ interface LeaseState {
 // an ended lease is alive anywhere (Segment.liveBuffers(), counted by the addon); until
 // then it waits on the cache's busy list. A received segment whose buffer moved keeps this
 // process's hold (its producer must not reuse it) in `outliving` until no buffer of it is
-// left, checked now and then (checkOutliving()) and at the process's exit. The finalizer path
+// left, checked by a timer, by emptyCache() and at the thread's exit. The finalizer path
 // cannot tell a moved buffer from one the collector has not swept yet: a received segment
 // with a buffer still counted waits in `outliving` too, an owned one on the busy list.
 const finalizer = new FinalizationRegistry<LeaseState>((state) => endLease(state, null, 'collected'));
@@ -69,17 +69,13 @@ const OUTLIVING_FIRST_MS = 20;
 const OUTLIVING_LAST_MS = 10_000;
 
 const outliving = new Set<Segment>();
-let sinceOutlivingCheck = 0;
 // A collected buffer's memory is freed by V8 a little after its finalizer ran, so most
 // segments put in `outliving` by the finalizer path are free again within moments: a timer
 // looks again soon, then less and less often while some remain (moved buffers may live long).
 let outlivingTimer: NodeJS.Timeout | null = null;
-let outlivingDelay = OUTLIVING_FIRST_MS;
 
 /** Gives back the received segments of `outliving` that no buffer uses any more. */
-function checkOutliving(now = false): void {
-  if (outliving.size === 0 || (!now && ++sinceOutlivingCheck < 64)) return;
-  sinceOutlivingCheck = 0;
+function checkOutliving(): void {
   for (const seg of outliving) {
     if (seg.unmapped) {
       outliving.delete(seg);
@@ -94,15 +90,13 @@ function checkOutliving(now = false): void {
 function addOutliving(seg: Segment): void {
   outliving.add(seg);
   if (outlivingTimer !== null) return;
-  outlivingDelay = OUTLIVING_FIRST_MS;
+  let delay = OUTLIVING_FIRST_MS;
   const look = (): void => {
-    outlivingTimer = null;
-    checkOutliving(true);
-    if (outliving.size === 0) return;
-    outlivingDelay = Math.min(outlivingDelay * 4, OUTLIVING_LAST_MS);
-    outlivingTimer = setTimeout(look, outlivingDelay).unref();
+    checkOutliving();
+    delay = Math.min(delay * 4, OUTLIVING_LAST_MS);
+    outlivingTimer = outliving.size === 0 ? null : setTimeout(look, delay).unref();
   };
-  outlivingTimer = setTimeout(look, outlivingDelay).unref();
+  outlivingTimer = setTimeout(look, delay).unref();
 }
 
 type LeaseEnd = 'kept' | 'detached' | 'collected' | 'moved';
@@ -110,8 +104,8 @@ type LeaseEnd = 'kept' | 'detached' | 'collected' | 'moved';
 function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
   if (state.ended) return;
   state.ended = true;
-  state.segment.leased = false;
   const seg = state.segment;
+  seg.leased = false;
   if (state.owned) {
     cache.give(seg, spare, how === 'collected' || how === 'moved');
   } else if (how === 'moved' || (how === 'collected' && seg.liveBuffers() > 0)) {
@@ -120,7 +114,6 @@ function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
     seg.unref();
     received.park(seg, spare);
   }
-  checkOutliving();
 }
 
 /** One lease on a segment: see NOTE [Shared allocation]. */
@@ -180,7 +173,7 @@ process.on('exit', () => {
   // What no buffer uses any more goes back now. A worker thread's moved buffers may live on
   // in another thread of this process, and its hold stays with them (known gap: until the
   // process exits); at the process's exit nothing is left to use them.
-  checkOutliving(true);
+  checkOutliving();
   if (isMainThread) for (const seg of outliving) seg.drop();
   outliving.clear();
   cache.clear();
@@ -189,7 +182,7 @@ process.on('exit', () => {
 
 /** Drops the free segments of the cache and the parked mappings (see emptyCache in handle.ts). */
 export function emptySegmentCaches(): void {
-  checkOutliving(true);
+  checkOutliving();
   cache.clear();
   received.clear();
 }

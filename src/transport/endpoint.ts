@@ -457,11 +457,9 @@ export class Endpoint {
 // queue's slots are freed (onDropped), and references in flight abandoned. A worker thread
 // also closes the descriptors, which its process keeps (NOTE [Queue objects and descriptors]).
 // A kill runs no hook: that loses what the backlog held, and a bounded queue keeps their
-// slots (as torch's semaphore does), for SIGTERM too. Handling SIGTERM here to give them back
-// was tried and taken back: a signal handled in JavaScript waits for the event loop, so a
-// child busy in a synchronous loop would no longer die of it at once (or would exit 0 when
-// its target returned first), and a handler removed with the last backlog could lose a
-// signal caught just before. A thread child gives them back (NOTE [Stopping a thread child]).
+// slots (as torch's semaphore does), for SIGTERM too. Not handled here: a signal handled in
+// JavaScript waits for the event loop, so a child busy in a synchronous loop would no longer
+// die of it at once. A thread child gives them back (NOTE [Stopping a thread child]).
 // First of the exit hooks: the references given back are dropped through segment headers
 // that the allocator's own exit hook unmaps (allocator.ts), and a creator waiting for its
 // segment is woken through them.

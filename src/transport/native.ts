@@ -7,10 +7,11 @@ interface TransportAddon {
   Marker: new () => object;
   /** Readiness now, without waiting: 1 readable, 2 writable, 4 hang-up/error. */
   pollNow(fd: number, events: number): number;
-  /** Own enumerable string keys that are not array indices (an array's extra properties). */
-  namedKeys(obj: object): string[];
-  /** An array's own enumerable keys: its element indices first, as numbers, ascending; then the others, as strings. */
-  ownIndices(a: unknown[]): (number | string)[];
+  /**
+   * An array's own enumerable keys: with `indices`, its element indices first as numbers
+   * (ascending), then the other keys; without, only the keys that are not indices.
+   */
+  arrayKeys(a: unknown[], indices: boolean): (number | string)[];
 }
 
 export const transportAddon = addon as unknown as TransportAddon;

@@ -179,43 +179,52 @@ class Walker {
     const n = a.length;
     let out: unknown[] | null = this.copyAll ? new Array(n) : null;
     if (out !== null) this.#done.set(a, out);
+    // Set when the array turns out mostly holes (one element at 2**28, say): its elements as
+    // the addon lists them, visited instead of every index up to its length. A dense array
+    // never gets there, where listing its indices would cost more than counting through them.
+    let indices: readonly (number | string)[] | null = null;
     let holes = 0;
     for (let i = 0; i < n; i++) {
       if (i in a) {
-        out = this.#element(a, i, out, false);
+        out = this.#element(a, i, out, null);
       } else if (++holes > SPARSE_HOLES && holes > i / 2) {
-        // Mostly holes (one element at 2**28, say): visit the elements the array has, not
-        // every index up to its length. The addon lists them; a dense array never gets here,
-        // where listing its indices would cost far more than counting through them.
-        for (const k of transportAddon.ownIndices(a)) {
+        indices = transportAddon.arrayKeys(a, true);
+        for (const k of indices) {
           if (typeof k !== 'number') break; // the other keys follow the indices
-          if (k > i && k in a) out = this.#element(a, k, out, true); // (a getter may have deleted it)
+          if (k > i && k in a) out = this.#element(a, k, out, indices); // (a getter may have deleted it)
         }
         break;
       } // else a hole stays a hole
     }
-    const named = namedKeys(a);
-    const sparse = holes > SPARSE_HOLES;
-    for (let j = 0; j < named.length; j++) {
-      const key = named[j]!;
-      const v = (a as unknown as Record<string, unknown>)[key];
-      const w = this.#child(AT_KEY, key, v);
-      if (out === null && w !== v) {
-        out = copyElements(a, n, sparse);
-        for (let m = 0; m < j; m++) (out as unknown as Record<string, unknown>)[named[m]!] = (a as unknown as Record<string, unknown>)[named[m]!];
-      }
-      if (out !== null) (out as unknown as Record<string, unknown>)[key] = w;
-    }
-    return out ?? a;
+    return this.#properties(a, namedKeys(a), out, () => copyElements(a, n, indices));
   }
 
   /** Visits element `i` of `a`; returns the copy (made now if this element changed), or null. */
-  #element(a: unknown[], i: number, out: unknown[] | null, sparse: boolean): unknown[] | null {
+  #element(a: unknown[], i: number, out: unknown[] | null, indices: readonly (number | string)[] | null): unknown[] | null {
     const v = a[i];
     const w = this.#child(AT_INDEX, i, v);
-    if (out === null && w !== v) out = copyElements(a, i, sparse);
+    if (out === null && w !== v) out = copyElements(a, i, indices);
     if (out !== null) out[i] = w;
     return out;
+  }
+
+  /**
+   * Visits the properties `keys` of `src`, into `out` if it is a copy already; at the first
+   * one that changed, the copy is made by `copy()` and the properties before it set on it.
+   */
+  #properties<T extends object>(src: T, keys: readonly string[], out: T | null, copy: () => T): T {
+    const from = src as Record<string, unknown>;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      const v = from[key];
+      const w = this.#child(AT_KEY, key, v);
+      if (out === null && w !== v) {
+        out = copy();
+        for (let j = 0; j < i; j++) (out as Record<string, unknown>)[keys[j]!] = from[keys[j]!];
+      }
+      if (out !== null) (out as Record<string, unknown>)[key] = w;
+    }
+    return out ?? src;
   }
 
   #map(m: Map<unknown, unknown>): Map<unknown, unknown> {
@@ -261,20 +270,10 @@ class Walker {
 
   #object(o: Record<string, unknown>): object {
     // Structured clone keeps own enumerable string keys and nothing of the class; so does the copy.
-    let out: Record<string, unknown> | null = this.copyAll ? Object.create(null) : null;
+    const fresh = (): Record<string, unknown> => Object.create(null) as Record<string, unknown>;
+    const out = this.copyAll ? fresh() : null;
     if (out !== null) this.#done.set(o, out);
-    const keys = Object.keys(o);
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i]!;
-      const v = o[key];
-      const w = this.#child(AT_KEY, key, v);
-      if (out === null && w !== v) {
-        out = Object.create(null) as Record<string, unknown>;
-        for (let j = 0; j < i; j++) out[keys[j]!] = o[keys[j]!];
-      }
-      if (out !== null) out[key] = w;
-    }
-    return out ?? o;
+    return this.#properties(o, Object.keys(o), out, fresh);
   }
 
 }
@@ -289,21 +288,21 @@ const INDEX_KEY = /^(?:0|[1-9]\d*)$/;
  * a string each: cheap for a short array; for a long one the addon lists the other keys alone.
  */
 function namedKeys(a: unknown[]): readonly string[] {
-  if (a.length > 16) return transportAddon.namedKeys(a);
+  if (a.length > 16) return transportAddon.arrayKeys(a, false) as string[];
   const keys = Object.keys(a);
   if (keys.length === 0) return NO_KEYS;
   return keys.filter((k) => !INDEX_KEY.test(k) || Number(k) >= 2 ** 32 - 1); // 2**32 - 1 and up are not indices
 }
 
 /**
- * A plain array of `a`'s length holding its elements before index `upTo` (holes stay holes),
- * found through the addon when `a` is mostly holes. Not a.slice(): that would build a
- * subclass through its constructor (Symbol.species).
+ * A plain array of `a`'s length holding its elements before index `upTo` (holes stay holes):
+ * from `indices` (arrayKeys(a, true)) when `a` is mostly holes. Not a.slice(): that would
+ * build a subclass through its constructor (Symbol.species).
  */
-function copyElements(a: unknown[], upTo: number, sparse: boolean): unknown[] {
+function copyElements(a: unknown[], upTo: number, indices: readonly (number | string)[] | null): unknown[] {
   const out = new Array(a.length);
-  if (sparse) {
-    for (const k of transportAddon.ownIndices(a)) {
+  if (indices !== null) {
+    for (const k of indices) {
       if (typeof k !== 'number' || k >= upTo) break;
       if (k in a) out[k] = a[k];
     }

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as mp from '../../src/index.js';
 import { addon } from '../../src/native/index.js';
-import type { Lease } from '../../src/sharing/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
+import { segmentOf } from '../helpers/segments.js';
 
 checkLeaks();
 const cli = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -60,7 +60,7 @@ test('shm ls shows segments; shm clean removes only those whose users are all de
   addon.close(addon.shmCreate(orphan, 8192));
   mp.setSharingStrategy('file_system');
   const live = mp.empty([16], { shared: true });
-  const liveName = (live.storage.backing as Lease).segment.name!;
+  const liveName = segmentOf(live).name!;
   try {
     const ls = run('shm', 'ls').stdout;
     assert.match(ls, new RegExp(`${orphan.slice(1)} .*ORPHANED`));

@@ -28,6 +28,7 @@ import {
 import { decodeArgs, PLAIN } from '../../src/process/args.js';
 import { encodeArgs } from '../../src/process/args-encode.js';
 import { addon } from '../../src/native/index.js';
+import { segmentOf } from '../helpers/segments.js';
 
 checkLeaks();
 
@@ -66,7 +67,7 @@ describe('bad input is a coded error before any process starts', () => {
       setSharingStrategy(strategy);
       try {
         const t = full([4], 1, { shared: true });
-        const seg = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+        const seg = segmentOf(t);
         await rejectsCoded(spawn({ module: MODULE, export: 'nope' }, { args: [t], nprocs: 3 }), TargetNotFunctionError, 'ERR_TP_TARGET_NOT_FUNCTION');
         assert.equal(seg.refcount(), 1, 'only this process holds it: no child took the three references');
         t.release();
@@ -180,12 +181,12 @@ describe('arguments', () => {
 
   it("the descriptors of encoded arguments are spawn's own duplicates, closed by release()", () => {
     const t = full([4], 1, { shared: true });
-    const segment = (t.storage.backing as unknown as { segment: { fd: number } }).segment;
+    const segment = segmentOf(t);
     const encoded = encodeArgs([t]);
     try {
       assert.equal(encoded.fds.length, 1);
       assert.notEqual(encoded.fds[0], segment.fd, "not the segment's own descriptor, which a receiver may close at any time");
-      assert.deepEqual(addon.fstat(encoded.fds[0]!).slice(1), addon.fstat(segment.fd).slice(1), 'the same memfd');
+      assert.deepEqual(addon.fstat(encoded.fds[0]!).slice(1), addon.fstat(segment.fd!).slice(1), 'the same memfd');
     } finally {
       encoded.abandon();
       encoded.release();

@@ -7,6 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkLeaks, openFds } from '../helpers/leaks.js';
+import { reap } from '../helpers/procs.js';
 import { waitForFile } from './fixtures/files.js';
 import {
   startProcesses,
@@ -39,12 +40,6 @@ before(() => (root = mkdtempSync(join(tmpdir(), 'tensorproc-spawn-test-'))));
 after(() => rmSync(root, { recursive: true, force: true }));
 const freshDir = (): string => mkdtempSync(join(root, 'd-'));
 
-/** Leaves nothing running, whatever happened in the test. */
-async function reap(ctx: ProcessContext | undefined): Promise<void> {
-  if (!ctx) return;
-  for (const p of ctx.processes) if (p.isAlive()) p.kill('SIGKILL');
-  await Promise.all(ctx.processes.map((p) => p.exited));
-}
 
 /** Collects tensorproc's termination warnings while `fn` runs. */
 async function warningsDuring(fn: () => Promise<void>): Promise<string[]> {

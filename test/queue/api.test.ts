@@ -7,12 +7,27 @@ import * as mp from '../../src/index.js';
 import { checkLeaks, collectGarbage, openFds } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
 import { waitFor } from '../helpers/wait.js';
+import { reap } from '../helpers/procs.js';
+import { segmentOf } from '../helpers/segments.js';
 
 checkLeaks();
 
 const targets = new URL('./fixtures/targets.js', import.meta.url);
 const target = (name: string) => ({ module: targets, export: name });
 const code = (c: string, C: abstract new (...a: any[]) => Error) => isCoded(C, c);
+
+/** Every message waiting on `q` now: gets with timeout 0 until the queue is empty (and not failed). */
+async function drain<T>(q: mp.Queue<T>): Promise<T[]> {
+  const got: T[] = [];
+  for (;;) {
+    try {
+      got.push(await q.get({ timeout: 0 }));
+    } catch (e) {
+      isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e);
+      return got;
+    }
+  }
+}
 
 describe('Queue', () => {
   test('put then get in one process; order kept; qsize and empty', async () => {
@@ -65,7 +80,7 @@ describe('Queue', () => {
   test('a tensor put on a full queue is not leaked when the put times out', async () => {
     const q = new mp.Queue<mp.Tensor>({ maxsize: 1 });
     const t = mp.full([4], 1, { shared: true });
-    const seg = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    const seg = segmentOf(t);
     await q.put(t);
     const refs = seg.refcount();
     await assert.rejects(q.put(t, { timeout: 10 }), code('ERR_TP_QUEUE_FULL', mp.QueueFullError));
@@ -80,7 +95,7 @@ describe('Queue', () => {
     const released = mp.full([4], 1, { shared: true });
     released.release();
     const kept = mp.full([4], 1, { shared: true });
-    const seg = (kept.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    const seg = segmentOf(kept);
     const refs = seg.refcount();
     const many = Array.from({ length: 300 }, () => mp.zeros([1], { shared: true }));
     const cases: [string, unknown, string, abstract new (...a: any[]) => Error][] = [
@@ -209,18 +224,10 @@ describe('Queue: joinThread and cancelJoinThread (torch join_thread, cancel_join
       const q = new mp.Queue<{ k: number; t: mp.Tensor }>({ maxsize: 1000 });
       // Nobody reads until the child has exited: without the cancel it would wait for good.
       await mp.startProcesses(target('putManyAndReturn'), { args: [q, true], startMethod });
-      let got = 0;
-      for (;;) {
-        try {
-          const m = await q.get({ timeout: 0 });
-          assert.equal(m.k, got++);
-          m.t.release();
-        } catch (e) {
-          isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e); // drained, not failed
-          break;
-        }
-      }
-      assert.ok(got > 0 && got < 400, `${got} of 400 went out before the exit`);
+      const got = await drain(q);
+      assert.deepEqual(got.map((m) => m.k), got.map((_, k) => k), 'in order, from the first');
+      for (const storage of new Set(got.map((m) => m.t.storage))) storage.release(); // one storage, held once
+      assert.ok(got.length > 0 && got.length < 400, `${got.length} of 400 went out before the exit`);
       assert.equal(q.qsize(), 0, 'no slot is held by a message that will never arrive');
       q.close();
     });
@@ -255,53 +262,32 @@ describe('SimpleQueue', () => {
 
   // A process child that is terminated loses them (as torch's semaphore does): see the note
   // above `backlogged` in endpoint.ts.
-  for (const startMethod of ['thread'] as const) {
-    test(`a bounded queue whose producer ${startMethod} is terminated with messages unsent gets their slots back`, async () => {
-      // NOTE [Stopping a thread child]: the stop runs the thread's exit hooks.
-      const q = new mp.Queue<{ k: number }>({ maxsize: 8 });
-      const ready = new mp.Event();
-      const ctx = mp.startProcesses(target('fillThenWait'), { args: [q, ready], join: false, startMethod });
-      try {
-        assert.equal(await ready.wait(), true);
-        ctx.processes[0]!.terminate();
-        await assert.rejects(ctx.join(), (e: unknown) => e instanceof mp.ProcessExitedException && e.signalName === 'SIGTERM');
-      } finally {
-        for (const p of ctx.processes) if (p.isAlive()) p.kill('SIGKILL');
-        await Promise.all(ctx.processes.map((p) => p.exited));
-      }
-      let got = 0;
-      for (;;) {
-        try {
-          await q.get({ timeout: 0 });
-          got++;
-        } catch (e) {
-          isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e);
-          break;
-        }
-      }
-      assert.ok(got < 8, `${got} of 8 went out before the signal`);
-      assert.equal(q.qsize(), 0, 'no slot is held by a message that will never arrive');
-      for (let k = 0; k < 8; k++) await q.putNowait({ k }); // the whole queue is usable again
-      assert.equal(q.full(), true);
-      q.close();
-      ready.close();
-    });
-  }
+  test('a bounded queue whose producer thread is terminated with messages unsent gets their slots back', async () => {
+    // NOTE [Stopping a thread child]: the stop runs the thread's exit hooks.
+    const q = new mp.Queue<{ k: number }>({ maxsize: 8 });
+    const ready = new mp.Event();
+    const ctx = mp.startProcesses(target('fillThenWait'), { args: [q, ready], join: false, startMethod: 'thread' });
+    try {
+      assert.equal(await ready.wait(), true);
+      ctx.processes[0]!.terminate();
+      await assert.rejects(ctx.join(), (e: unknown) => e instanceof mp.ProcessExitedException && e.signalName === 'SIGTERM');
+    } finally {
+      await reap(ctx);
+    }
+    const got = (await drain(q)).length;
+    assert.ok(got < 8, `${got} of 8 went out before the signal`);
+    assert.equal(q.qsize(), 0, 'no slot is held by a message that will never arrive');
+    for (let k = 0; k < 8; k++) await q.putNowait({ k }); // the whole queue is usable again
+    assert.equal(q.full(), true);
+    q.close();
+    ready.close();
+  });
 
   for (const [startMethod, close] of [['thread', false], ['thread', true], ['spawn', false]] as const) {
     test(`a bounded queue${close ? ' closed by its producer' : ''} whose ${startMethod === 'thread' ? 'thread' : 'process'} exits with messages unsent gets their slots back`, async () => {
       const q = new mp.Queue<{ k: number }>({ maxsize: 1000 });
       await mp.startProcesses(target('putManyThenExit'), { args: [q, close], startMethod });
-      let got = 0;
-      for (;;) {
-        try {
-          await q.get({ timeout: 0 });
-          got++;
-        } catch (e) {
-          isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e); // drained, not failed
-          break;
-        }
-      }
+      const got = (await drain(q)).length;
       assert.ok(got > 0 && got < 400, `${got} of 400 went out before the exit`);
       assert.equal(q.qsize(), 0, 'no slot is held by a message that will never arrive');
       q.close();

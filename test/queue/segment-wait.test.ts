@@ -5,15 +5,15 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
-import { segmentCache, type Lease } from '../../src/sharing/index.js';
+import { segmentCache } from '../../src/sharing/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
+import { segmentOf } from '../helpers/segments.js';
 
 checkLeaks();
 
 const targets = new URL('./fixtures/targets.js', import.meta.url);
 const target = (name: string) => ({ module: targets, export: name });
-const segmentOf = (t: mp.Tensor) => (t.storage.backing as Lease).segment;
 /** float32 elements of a 4 MiB tensor: its class is one that waits. */
 const BIG = 1 << 20;
 

@@ -4,11 +4,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import * as mp from '../../src/index.js';
-import { exportStorage, importStorage, abandonExport, receiveCache, Segment, type Lease } from '../../src/sharing/index.js';
+import { exportStorage, importStorage, abandonExport, receiveCache, Segment } from '../../src/sharing/index.js';
 import { addon } from '../../src/native/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
 import { startPeer, fixture } from '../helpers/child.js';
+import { segmentOf } from '../helpers/segments.js';
 
 checkLeaks();
 const peerScript = fixture(import.meta.url, 'peer.js');
@@ -21,7 +22,7 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
     try {
       const { handle, fd } = exportStorage(t.storage);
       assert.ok(t.isShared(), 'export moved the tensor into shared memory');
-      const seg = (t.storage.backing as Lease).segment;
+      const seg = segmentOf(t);
       name = seg.name;
       assert.equal(strategy === 'file_system', name !== null && readdirSync('/dev/shm').includes(name.slice(1)));
       const peer = startPeer(peerScript, [], { fds: fd === null ? [] : [fd] });
@@ -51,7 +52,7 @@ test('a storage received twice is one storage; two views of it share memory', ()
   const t = mp.tensor([1, 2, 3, 4, 5, 6], { shape: [2, 3] }).shareMemory();
   const a = exportStorage(t.storage);
   const b = exportStorage(t.storage);
-  const seg = (t.storage.backing as Lease).segment;
+  const seg = segmentOf(t);
   assert.equal(seg.refcount(), 3);
   // receiving in this very process gives back the same storage and drops the extra references
   const s1 = importStorage(a.handle, a.fd === null ? null : addon.dup(a.fd));
@@ -82,13 +83,13 @@ test('a handle to a vanished segment is ERR_TP_SEGMENT_GONE; a lying handle ERR_
   const { handle, fd } = exportStorage(t.storage);
   assert.throws(() => importStorage({ ...handle, nbytes: 1 << 30 }, addon.dup(fd!)), isCoded(mp.BadHandleError, 'ERR_TP_BAD_HANDLE'));
   assert.throws(() => importStorage({ ...handle }, null), isCoded(mp.BadHandleError, 'ERR_TP_BAD_HANDLE'));
-  assert.equal((t.storage.backing as Lease).segment.refcount(), 1, 'the refused message did not keep its reference');
+  assert.equal(segmentOf(t).refcount(), 1, 'the refused message did not keep its reference');
   t.release();
 });
 
 test('a refused handle to a parked segment drops its reference', () => {
   const t = mp.full([4], 1, { shared: true });
-  const seg = (t.storage.backing as Lease).segment;
+  const seg = segmentOf(t);
   // Receive the segment as another process would (a Segment object of its own), then let it
   // go: its mapping is parked in the receive cache.
   seg.retain();
@@ -113,13 +114,13 @@ test('a storage that moved to another segment is not mistaken for a later arriva
   // segment is free again; the producer refills it with Y and sends Y to the worker, while
   // X is still alive there. Y must arrive as Y, not as X.
   const x = mp.full([4], 1, { shared: true });
-  const old = (x.storage.backing as Lease).segment;
+  const old = segmentOf(x);
   abandonExport(exportStorage(x.storage)); // the storage is now remembered under old's key
   x.storage.rebase();
-  const moved = (x.storage.backing as Lease).segment;
+  const moved = segmentOf(x);
   assert.notEqual(moved, old);
   const y = mp.full([4], 2, { shared: true });
-  assert.equal((y.storage.backing as Lease).segment, old, 'the old segment was recycled');
+  assert.equal(segmentOf(y), old, 'the old segment was recycled');
   // Y's segment arrives as from another process: its sender added a reference and sent the fd.
   old.retain();
   const got = importStorage({ strategy: 'file_descriptor', name: null, nbytes: 16 }, addon.dup(old.fd!));

@@ -6,11 +6,12 @@ import assert from 'node:assert/strict';
 import { chmodSync, chownSync, existsSync } from 'node:fs';
 import { checkLeaks } from '../helpers/leaks.js';
 import * as mp from '../../src/index.js';
-import { exportStorage, importStorage, type Lease } from '../../src/sharing/index.js';
+import { exportStorage, importStorage } from '../../src/sharing/index.js';
 import { managerClient } from '../../src/sharing/manager/client.js';
 import { socketPath } from '../../src/sharing/manager/dir.js';
 import { addon, EAGAIN, POLL_READABLE } from '../../src/native/index.js';
 import { alive, ask, dir, env, exists, holder, killAndWait, managers, newDir, waitFor } from './fixtures/manager-harness.js';
+import { segmentOf } from '../helpers/segments.js';
 
 checkLeaks();
 
@@ -142,7 +143,7 @@ test('registration is per mapping, not per message', async () => {
   try {
     managers.add(await managerClient.ready());
     await managerClient.sync();
-    const seg = (t.storage.backing as Lease).segment;
+    const seg = segmentOf(t);
     const refs = seg.refcount();
     const sent = managerClient.messagesSent;
     for (let i = 0; i < 1000; i++) {

@@ -8,9 +8,9 @@ import { addon } from '../../src/native/index.js';
 import { segmentCache, exportStorage, type Lease } from '../../src/sharing/index.js';
 import { checkLeaks, collectGarbage } from '../helpers/leaks.js';
 import { waitFor } from '../helpers/wait.js';
+import { segmentOf } from '../helpers/segments.js';
 
 checkLeaks();
-const segmentOf = (t: mp.Tensor) => (t.storage.backing as Lease).segment;
 
 for (const strategy of ['file_descriptor', 'file_system'] as const) {
   test(`${strategy}: a released segment is reused, with no new mapping`, () => {

@@ -10,6 +10,7 @@ import { encodeMessage, decodeMessage, MAX_FRAME, MAX_FDS, INLINE_MAX } from '..
 import { checkLeaks } from '../helpers/leaks.js';
 import { throwsCoded } from '../helpers/errors.js';
 import { KIND_PLAIN, KIND_VALUE } from '../../src/transport/wire.js';
+import { segmentOf } from '../helpers/segments.js';
 
 checkLeaks();
 
@@ -232,7 +233,7 @@ describe('refused values', () => {
 
   test('a refused value takes no reference on the tensors beside it', () => {
     const t = mp.full([4], 1, { shared: true });
-    const segment = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    const segment = segmentOf(t);
     const before = segment.refcount();
     assert.throws(() => encodeMessage({ t, bad: () => 1 }), { code: 'ERR_TP_NOT_TRANSFERABLE' });
     assert.equal(segment.refcount(), before);
@@ -421,7 +422,7 @@ describe('plain frames (NOTE [Plain frames])', () => {
 
   test('views of one storage travel with one descriptor and one reference', () => {
     const t = mp.zeros([4, 2], { shared: true });
-    const segment = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    const segment = segmentOf(t);
     const before = segment.refcount();
     const f = encodeMessage({ rows: [t.select(0, 0), t.select(0, 1), t.select(0, 2)], all: t.view(8) });
     assert.equal(f.bytes[0], KIND_PLAIN);
@@ -438,17 +439,17 @@ describe('plain frames (NOTE [Plain frames])', () => {
     try {
       const gone = mp.full([4], 1, { shared: true });
       const kept = mp.full([4], 2, { shared: true });
-      const keptSegment = (kept.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+      const keptSegment = segmentOf(kept);
       const before = keptSegment.refcount();
       const f = encodeMessage([gone, kept, 'x']);
       assert.equal(f.bytes[0], KIND_PLAIN);
       const bytes = f.bytes.slice();
       assert.equal(keptSegment.refcount(), before + 1, 'one reference in flight for kept');
-      const name = (gone.storage.backing as unknown as { segment: { name: string } }).segment.name;
+      const name = segmentOf(gone).name;
       gone.release();
       mp.emptyCache();
       try {
-        addon.shmUnlink(name);
+        addon.shmUnlink(name!);
       } catch {
         // already gone
       }
@@ -510,7 +511,7 @@ describe('plain frames (NOTE [Plain frames])', () => {
 
   test('giving up part-way gives back what the PLAIN encoder took', () => {
     const t = mp.zeros([4], { shared: true });
-    const segment = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    const segment = segmentOf(t);
     const before = segment.refcount();
     // The tensor is exported, then the Date makes the encoder give up: the VALUE frame holds one reference, not two.
     const f = encodeMessage({ t, d: new Date(0) });
@@ -541,13 +542,13 @@ describe('decoding', () => {
     mp.setSharingStrategy('file_system');
     try {
       const t = mp.full([4], 1, { shared: true });
-      const name = (t.storage.backing as unknown as { segment: { name: string } }).segment.name;
+      const name = segmentOf(t).name;
       const f = encodeMessage(t);
       const bytes = f.bytes.slice();
       t.release();
       mp.emptyCache();
       try {
-        addon.shmUnlink(name);
+        addon.shmUnlink(name!);
       } catch {
         // already gone
       }
@@ -606,7 +607,7 @@ describe('decoding', () => {
     }
     // Both outcomes happened: the cases reach the decoder's checks and get past them.
     assert.ok(refused > 0 && decoded > 0, `${decoded} decoded, ${refused} refused`);
-    const segment = (t.storage.backing as unknown as { segment: { refcount(): number } }).segment;
+    const segment = segmentOf(t);
     assert.ok(segment.refcount() >= 1, `t's segment still counts this process's hold (${segment.refcount()})`);
     t.release();
   });
