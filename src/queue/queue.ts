@@ -129,13 +129,14 @@ export class Queue<T = unknown> {
         }
         return RESOLVED;
       }
-      frame.abandon();
-    }
-    try {
-      // Refuse what cannot travel now, not once a slot is free (NOTE [Queue slots]).
-      checkMessage(obj);
-    } catch (e) {
-      return Promise.reject(e);
+      frame.abandon(); // it could travel: nothing more to check
+    } else {
+      try {
+        // Refuse what cannot travel now, not once a slot is free (NOTE [Queue slots]).
+        checkMessage(obj);
+      } catch (e) {
+        return Promise.reject(e);
+      }
     }
     if (timeout === 0) return Promise.reject(new QueueFullError(`The queue is full (maxsize ${core.slots.maxsize}).`));
     return core.slots.wait(obj, timeout);

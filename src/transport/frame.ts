@@ -58,7 +58,7 @@ function oneFd(fd: number): Int32Array {
 /** Encodes `value` (NOTE [Frames]); refuses what cannot travel before taking any reference. */
 export function encodeMessage(value: unknown, path = '', copies = 1): Frame {
   if (copies === 1) {
-    if (value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor) return encodeTensor(value);
+    if (isLoneTensor(value)) return encodeTensor(value);
     const plain = encodePlain(value); // NOTE [Plain frames]: null when the value is not one
     if (plain !== null) return plain;
   }
@@ -69,12 +69,21 @@ export function encodeMessage(value: unknown, path = '', copies = 1): Frame {
 /**
  * Throws what encodeMessage() would refuse now, and takes nothing: for a put that must wait
  * for a slot, which would otherwise be refused only once one is free (or time out without
- * ever saying why). A trial encoding, abandoned: only it sees everything that refuses a value
- * (a released tensor anywhere, too many descriptors, what V8's serializer will not write).
- * What it leaves is what sending would have done first: tensors moved into shared memory.
+ * ever saying why). For anything but a lone tensor, a trial encoding, abandoned: only it sees
+ * everything that refuses a value (a released tensor anywhere, too many descriptors, what
+ * V8's serializer will not write). What it leaves is what sending would have done first:
+ * tensors moved into shared memory.
  */
 export function checkMessage(value: unknown, path = ''): void {
-  encodeMessage(value, path).abandon();
+  // A lone tensor (a producer ahead of its consumer puts one after another) can only be
+  // refused for being released: no trial on the hot path of a waiting put.
+  if (isLoneTensor(value)) value.storage.assertUsable();
+  else encodeMessage(value, path).abandon();
+}
+
+/** A tensor that travels in a TENSOR frame of its own (NOTE [Frames]). */
+function isLoneTensor(value: unknown): value is Tensor {
+  return value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor;
 }
 
 // Names are ASCII (segment names, `fd:<dev>:<ino>` keys): one native call writes or reads one.

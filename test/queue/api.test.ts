@@ -99,6 +99,7 @@ describe('Queue', () => {
     const refs = seg.refcount();
     const many = Array.from({ length: 300 }, () => mp.zeros([1], { shared: true }));
     const cases: [string, unknown, string, abstract new (...a: any[]) => Error][] = [
+      ['a released tensor', released, 'ERR_TP_RELEASED', mp.ReleasedError],
       ['a released tensor inside a container', [kept, released], 'ERR_TP_RELEASED', mp.ReleasedError],
       ['what V8 will not serialize', { kept, b: new Blob([]) }, 'ERR_TP_NOT_TRANSFERABLE', mp.NotTransferableError],
       ['more descriptors than a message carries', many, 'ERR_TP_TOO_MANY_DESCRIPTORS', mp.TooManyDescriptorsError],
