@@ -206,3 +206,75 @@ export class ManagerUnavailableError extends Error {
   readonly code = 'ERR_TP_MANAGER_UNAVAILABLE';
   override name = 'ManagerUnavailableError';
 }
+
+// --- data loading ------------------------------------------------------------------------
+/** What was passed as a dataset is neither map-style ({ length, getItem }), an (async) iterable, nor a dataset target. */
+export class InvalidDatasetError extends TypeError {
+  readonly code = 'ERR_TP_INVALID_DATASET';
+  override name = 'InvalidDatasetError';
+}
+/**
+ * A DataLoader with workers was given a dataset object (or a collate / workerInit function):
+ * a worker process cannot receive it, it must build its own from a target.
+ */
+export class DatasetNeedsTargetError extends TypeError {
+  readonly code = 'ERR_TP_DATASET_NEEDS_TARGET';
+  override name = 'DatasetNeedsTargetError';
+}
+/** The default collate cannot batch these samples (`path` says where: `batch[3].image`). */
+export class CollateError extends TypeError {
+  readonly code = 'ERR_TP_COLLATE';
+  override name = 'CollateError';
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(message);
+  }
+}
+/** loader.length of an iterable dataset that has no length (torch's TypeError). */
+export class NoLengthError extends TypeError {
+  readonly code = 'ERR_TP_NO_LENGTH';
+  override name = 'NoLengthError';
+}
+/** loadStateDict() was given something stateDict() did not make, or made for another loader. */
+export class BadStateDictError extends TypeError {
+  readonly code = 'ERR_TP_BAD_STATE_DICT';
+  override name = 'BadStateDictError';
+}
+/** No batch arrived within the loader's `timeout` (torch: "DataLoader timed out after N seconds"). */
+export class DataLoaderTimeoutError extends Error {
+  readonly code = 'ERR_TP_DATALOADER_TIMEOUT';
+  override name = 'DataLoaderTimeoutError';
+}
+/**
+ * A DataLoader worker threw while loading a batch (or in its dataset factory or workerInit):
+ * `workerId`, the batch's `indices` (null for an iterable dataset), and the child's stack in the message.
+ */
+export class DataLoaderWorkerError extends Error {
+  readonly code = 'ERR_TP_WORKER_RAISED';
+  override name = 'DataLoaderWorkerError';
+  constructor(
+    message: string,
+    readonly workerId: number,
+    readonly pid: number,
+    readonly indices: readonly number[] | null,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+/** A DataLoader worker died (a signal, the OOM killer, process.exit): `workerId`, `pid`, `exitCode`, `signalName`. */
+export class DataLoaderWorkerExitedError extends Error {
+  readonly code = 'ERR_TP_WORKER_EXITED';
+  override name = 'DataLoaderWorkerExitedError';
+  constructor(
+    message: string,
+    readonly workerId: number,
+    readonly pid: number,
+    readonly exitCode: number | null,
+    readonly signalName: string | null,
+  ) {
+    super(message);
+  }
+}

@@ -6,3 +6,4 @@ export { getAllSharingStrategies, getSharingStrategy, setSharingStrategy, emptyC
 export type { SharingStrategy } from './sharing/index.js';
 export * from './process/index.js';
 export * from './queue/index.js';
+export * from './data/index.js';

@@ -1,0 +1,114 @@
+// One epoch's plan: the base seed of its workers and the stream of fetch requests (batches
+// of indices from the samplers, or for an iterable dataset "the next batch" for ever), and
+// the state that resumes it (loader.stateDict(), torchdata's StatefulDataLoader).
+//
+// NOTE [Resuming an epoch]
+// Everything random in an epoch is drawn from generators: the loader's (the workers' base
+// seed, then the shuffle order, lazily as batches are asked for) and those of samplers the
+// user made. A state dict therefore records those generators' states as they were when the
+// epoch began, the persistent base seed if one was drawn before it, and how many batches were
+// handed out. Loading it and iterating again redraws the same seed and the same order, and
+// skips the batches already handed out: for a map-style dataset in the sampler, without
+// loading them; an iterable dataset cannot skip without reading, so those batches are
+// loaded again and dropped (their datasets must be deterministic for the rest to match).
+import { BadStateDictError } from '../errors.js';
+import type { FetchRequest } from './fetch.js';
+import { Generator, checkSeed, type GeneratorState } from './generator.js';
+
+export const STATE_FORMAT = 'tensorproc.DataLoader/1';
+
+export interface DataLoaderState {
+  readonly format: typeof STATE_FORMAT;
+  /** The loader's generator as the epoch began. */
+  readonly generator: GeneratorState;
+  /** The generators of the samplers given, as the epoch began. */
+  readonly samplerGenerators: readonly GeneratorState[];
+  /** The persistent workers' base seed, if drawn before this epoch began. */
+  readonly persistentSeed: number | null;
+  /** Batches already handed out in this epoch. */
+  readonly yielded: number;
+}
+
+/** The generators a sampler (or a batch sampler's inner sampler) draws from, other than the loader's. */
+export function samplerGenerators(samplers: readonly unknown[], own: Generator): Generator[] {
+  const out: Generator[] = [];
+  for (let s of samplers) {
+    for (let depth = 0; s !== null && typeof s === 'object' && depth < 4; depth++) {
+      const g = (s as { generator?: unknown }).generator;
+      if (g instanceof Generator && g !== own && !out.includes(g)) out.push(g);
+      s = (s as { sampler?: unknown }).sampler;
+    }
+  }
+  return out;
+}
+
+export interface EpochSources {
+  generator: Generator;
+  samplerGenerators: Generator[];
+  persistentSeed: number | null;
+  persistent: boolean;
+}
+
+export class Epoch {
+  readonly start: Omit<DataLoaderState, 'yielded'>;
+  readonly baseSeed: number;
+  /** Batches handed out (the resumed ones included). */
+  yielded: number;
+  /** Batches an iterable dataset must load and drop before handing out more (NOTE [Resuming an epoch]). */
+  discard: number;
+  #requests: Iterator<FetchRequest>;
+
+  constructor(src: EpochSources, makeRequests: () => Iterator<FetchRequest>, skip: number, skipInSampler: boolean) {
+    this.start = {
+      format: STATE_FORMAT,
+      generator: src.generator.getState(),
+      samplerGenerators: src.samplerGenerators.map((g) => g.getState()),
+      persistentSeed: src.persistentSeed,
+    };
+    // torch: a base seed per iterator, drawn before the sampler draws; persistent workers keep theirs.
+    this.baseSeed = src.persistent && src.persistentSeed !== null ? src.persistentSeed : src.generator.seed();
+    this.#requests = makeRequests();
+    this.yielded = skip;
+    this.discard = 0;
+    if (skipInSampler) {
+      for (let k = 0; k < skip; k++) if (this.#requests.next().done) break;
+    } else {
+      this.discard = skip;
+    }
+  }
+
+  /** The next request, or undefined at the end of the sampler. */
+  next(): FetchRequest | undefined {
+    const r = this.#requests.next();
+    return r.done ? undefined : r.value;
+  }
+
+  state(): DataLoaderState {
+    return { ...this.start, yielded: this.yielded };
+  }
+}
+
+/** Requests for an iterable dataset: "the next batch", until a worker says its replica ended. */
+export function* forever(): Iterator<FetchRequest> {
+  for (;;) yield null;
+}
+
+export function checkState(state: unknown, samplerGeneratorCount: number): DataLoaderState {
+  const s = state as Partial<DataLoaderState> | null;
+  const bad = (why: string): BadStateDictError =>
+    new BadStateDictError(`loadStateDict() takes what stateDict() returned (format ${STATE_FORMAT}): ${why}.`);
+  if (s === null || typeof s !== 'object') throw bad('got ' + (s === null ? 'null' : typeof s));
+  if (s.format !== STATE_FORMAT) throw bad(`its format is ${JSON.stringify(s.format)}`);
+  if (!Number.isInteger(s.yielded) || s.yielded! < 0) throw bad('yielded is not a count of batches');
+  if (!Array.isArray(s.samplerGenerators) || s.samplerGenerators.length !== samplerGeneratorCount) {
+    throw bad(`it holds ${Array.isArray(s.samplerGenerators) ? s.samplerGenerators.length : 'no'} sampler generators, this loader's samplers have ${samplerGeneratorCount}: it was made for another loader`);
+  }
+  try {
+    new Generator(0).setState(s.generator);
+    for (const g of s.samplerGenerators) new Generator(0).setState(g);
+    if (s.persistentSeed !== null) checkSeed(s.persistentSeed, 'persistentSeed');
+  } catch (e) {
+    throw bad((e as Error).message);
+  }
+  return s as DataLoaderState;
+}

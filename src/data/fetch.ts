@@ -1,0 +1,104 @@
+// Fetchers, as torch/utils/data/_utils/fetch.py: turn what the sampler gave (an array of
+// indices, one index, or for an iterable dataset just "the next batch") into a batch. The
+// same code runs in the main process (numWorkers 0) and in each worker.
+import type { Dataset, MapDataset, IterableDataset } from './dataset.js';
+
+export type CollateFn = (batch: unknown[]) => unknown;
+export type ConvertFn = (sample: unknown) => unknown;
+
+/** What one fetch asks for: indices of a batch, one index (batchSize null), or null (an iterable dataset's next). */
+export type FetchRequest = readonly number[] | number | null;
+
+/** An iterable dataset that has nothing more to give (torch raises StopIteration). */
+export const END: unique symbol = Symbol('end of the dataset');
+
+export interface Fetcher {
+  fetch(req: FetchRequest): Promise<unknown>;
+}
+
+function isThenable(x: unknown): x is PromiseLike<unknown> {
+  return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof (x as PromiseLike<unknown>).then === 'function';
+}
+
+export interface FetcherOptions {
+  /** Batches of this many samples (iterable datasets), or null: one sample at a time. */
+  batchSize: number | null;
+  dropLast: boolean;
+  /** Applied to a batch (batchSize set) or to each sample (batchSize null). */
+  collate: CollateFn | ConvertFn;
+}
+
+export function makeFetcher(dataset: Dataset, kind: 'map' | 'iterable', opts: FetcherOptions): Fetcher {
+  return kind === 'map' ? new MapFetcher(dataset as MapDataset, opts) : new IterableFetcher(dataset as IterableDataset, opts);
+}
+
+class MapFetcher implements Fetcher {
+  constructor(
+    readonly dataset: MapDataset,
+    readonly opts: FetcherOptions,
+  ) {}
+
+  async fetch(req: FetchRequest): Promise<unknown> {
+    const { dataset, opts } = this;
+    if (typeof req === 'number') return (opts.collate as ConvertFn)(await dataset.getItem(req)); // an async collate's promise is awaited by the caller's await
+    const samples = new Array<unknown>((req as number[]).length);
+    let pending = false;
+    for (let k = 0; k < samples.length; k++) {
+      const s = dataset.getItem((req as number[])[k]!);
+      if (isThenable(s)) pending = true;
+      samples[k] = s;
+    }
+    return (opts.collate as CollateFn)(pending ? await Promise.all(samples) : samples);
+  }
+}
+
+class IterableFetcher implements Fetcher {
+  readonly #it: AsyncIterator<unknown> | Iterator<unknown>;
+  #ended = false;
+  constructor(
+    dataset: IterableDataset,
+    readonly opts: FetcherOptions,
+  ) {
+    const a = dataset as AsyncIterable<unknown>;
+    this.#it = typeof a[Symbol.asyncIterator] === 'function' ? a[Symbol.asyncIterator]() : (dataset as Iterable<unknown>)[Symbol.iterator]();
+  }
+
+  async #next(): Promise<unknown> {
+    if (this.#ended) return END;
+    let r = this.#it.next();
+    if (isThenable(r)) r = await r;
+    if ((r as IteratorResult<unknown>).done) {
+      this.#ended = true;
+      return END;
+    }
+    return (r as IteratorResult<unknown>).value;
+  }
+
+  async fetch(): Promise<unknown> {
+    const { batchSize, dropLast, collate } = this.opts;
+    if (batchSize === null) {
+      const s = await this.#next();
+      return s === END ? END : (collate as ConvertFn)(s);
+    }
+    const samples: unknown[] = [];
+    while (samples.length < batchSize) {
+      const s = await this.#next();
+      if (s === END) break;
+      samples.push(s);
+    }
+    if (samples.length === 0 || (dropLast && samples.length < batchSize)) return END;
+    return (collate as CollateFn)(samples);
+  }
+
+  /** Stops the dataset's iterator (its `finally` blocks run), as breaking out of a for-of does. */
+  async close(): Promise<void> {
+    if (this.#ended) return;
+    this.#ended = true;
+    await this.#it.return?.();
+  }
+}
+
+/** Ends an iterable dataset's iteration early (a no-op for map-style). */
+export async function closeFetcher(f: Fetcher): Promise<void> {
+  if (f instanceof IterableFetcher) await f.close();
+}

@@ -1,0 +1,177 @@
+// DataLoader (API.md, "Data loading"): torch.utils.data.DataLoader for tensorproc. This file
+// holds what every iteration shares (the dataset, the samplers, the epoch and its state);
+// in-process.ts loads in this process, the worker files in worker processes.
+import { InvalidArgumentError, NoLengthError } from '../errors.js';
+import { defaultCollate, defaultConvert } from './collate.js';
+import {
+  buildDataset, checkDatasetTarget, classify, isDatasetTarget, needsTarget,
+  type Dataset, type DatasetKind, type DatasetTarget, type MapDataset,
+} from './dataset.js';
+import { Epoch, checkState, forever, samplerGenerators, type DataLoaderState } from './epoch.js';
+import { makeFetcher, type CollateFn, type FetchRequest } from './fetch.js';
+import type { Generator } from './generator.js';
+import { loadInProcess } from './in-process.js';
+import { checkKind, parseOptions, type DataLoaderOptions, type Settings } from './options.js';
+import { disposable } from './release.js';
+import { BatchSampler, RandomSampler, SequentialSampler } from './sampler.js';
+import { loadOption } from './target.js';
+
+export class DataLoader<B = unknown> implements AsyncIterable<B> {
+  readonly #source: Dataset | DatasetTarget;
+  readonly #settings: Settings;
+  #built: { dataset: Dataset; kind: DatasetKind } | null = null;
+  #building: Promise<void> | null = null;
+  #indexSampler: Iterable<FetchRequest> | null = null;
+  #samplerGenerators: Generator[] = [];
+  #persistentSeed: number | null = null;
+  /** The epoch running or last broken off; null once one ran to its end (NOTE [Resuming an epoch]). */
+  #epoch: Epoch | null = null;
+  /** A loaded state waiting for the next iteration. */
+  #resume: DataLoaderState | null = null;
+
+  constructor(dataset: Dataset | DatasetTarget, options?: DataLoaderOptions) {
+    const s = parseOptions(options);
+    this.#settings = s;
+    this.#source = dataset;
+    this.#samplerGenerators = samplerGenerators([s.sampler, s.batchSampler], s.generator);
+    if (isDatasetTarget(dataset)) {
+      checkDatasetTarget(dataset);
+    } else {
+      if (s.numWorkers > 0) throw needsTarget('dataset');
+      this.#setBuilt(classify(dataset, 'The dataset given to DataLoader'));
+    }
+    if (s.numWorkers > 0 && typeof s.collate === 'function') throw needsTarget('collate');
+    if (s.numWorkers > 0 && typeof s.workerInit === 'function') throw needsTarget('workerInit');
+    if (s.numWorkers > 0) throw new InvalidArgumentError('numWorkers > 0 is not available in this version yet: use numWorkers 0 (loading in this process).');
+  }
+
+  #setBuilt(built: { dataset: Dataset; kind: DatasetKind }): void {
+    checkKind(this.#settings, built.kind);
+    this.#built = built;
+    const s = this.#settings;
+    if (built.kind === 'iterable') {
+      this.#indexSampler = null;
+    } else if (s.batchSampler !== undefined) {
+      this.#indexSampler = s.batchSampler;
+    } else {
+      const dataset = built.dataset as MapDataset;
+      const sampler = s.sampler ?? (s.shuffle ? new RandomSampler(dataset, { generator: s.generator }) : new SequentialSampler(dataset));
+      this.#indexSampler = s.batchSize === null ? sampler : new BatchSampler(sampler, s.batchSize, s.dropLast);
+    }
+  }
+
+  /** Builds a dataset target in this process (the main process needs its length and kind). Iterating calls it. */
+  ready(): Promise<this> {
+    if (this.#built !== null) return Promise.resolve(this);
+    this.#building ??= buildDataset(this.#source as DatasetTarget).then((b) => this.#setBuilt(b)).finally(() => {
+      this.#building = null;
+    });
+    return this.#building.then(() => this);
+  }
+
+  /** The dataset as the main process sees it (a target's is built by ready()). */
+  get dataset(): Dataset {
+    if (this.#built === null) throw notBuilt('dataset');
+    return this.#built.dataset;
+  }
+
+  /** Batches in one epoch (torch's len(loader)): the batch sampler's length, or an iterable dataset's length over batchSize. */
+  get length(): number {
+    if (this.#built === null) throw notBuilt('length');
+    const s = this.#settings;
+    if (this.#built.kind === 'iterable') {
+      const n = (this.#built.dataset as { length?: unknown }).length;
+      if (typeof n !== 'number') {
+        throw new NoLengthError('This iterable dataset has no length, so neither has the loader: give the dataset a `length` property (samples), or count batches as they come.');
+      }
+      if (s.batchSize === null) return n;
+      return s.dropLast ? Math.floor(n / s.batchSize) : Math.ceil(n / s.batchSize);
+    }
+    const n = (this.#indexSampler as { length?: unknown }).length;
+    if (typeof n !== 'number') throw new NoLengthError('The sampler given has no length, so neither has the loader: give it a `length` property.');
+    return n;
+  }
+
+  get numWorkers(): number {
+    return this.#settings.numWorkers;
+  }
+
+  get batchSize(): number | null {
+    return this.#settings.batchSampler !== undefined ? null : this.#settings.batchSize;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<B> {
+    return this.#iterate() as AsyncIterator<B>;
+  }
+
+  async *#iterate(): AsyncGenerator<unknown> {
+    await this.ready();
+    const s = this.#settings;
+    const { dataset, kind } = this.#built!;
+    const epoch = this.#beginEpoch(kind);
+    const usesDefault = s.collate === undefined;
+    const collate = (await loadOption(s.collate, 'collate target')) ?? (s.batchSize === null ? defaultConvert : defaultCollate);
+    const fetcher = makeFetcher(dataset, kind, { batchSize: s.batchSize, dropLast: s.dropLast, collate: collate as CollateFn });
+    const wrap = usesDefault ? disposable : (b: unknown) => b;
+    yield* loadInProcess(epoch, fetcher, wrap, () => this.#endEpoch(epoch));
+  }
+
+  #beginEpoch(kind: DatasetKind): Epoch {
+    const s = this.#settings;
+    const resume = this.#resume;
+    this.#resume = null;
+    if (resume !== null) {
+      s.generator.setState(resume.generator);
+      resume.samplerGenerators.forEach((g, k) => this.#samplerGenerators[k]!.setState(g));
+      this.#persistentSeed = resume.persistentSeed;
+    }
+    const sampler = this.#indexSampler;
+    const epoch = new Epoch(
+      { generator: s.generator, samplerGenerators: this.#samplerGenerators, persistentSeed: this.#persistentSeed, persistent: s.persistentWorkers },
+      kind === 'map' ? () => sampler![Symbol.iterator]() : forever,
+      resume?.yielded ?? 0,
+      kind === 'map',
+    );
+    if (s.persistentWorkers) this.#persistentSeed = epoch.baseSeed;
+    this.#epoch = epoch;
+    return epoch;
+  }
+
+  #endEpoch(epoch: Epoch): void {
+    if (this.#epoch === epoch) this.#epoch = null;
+  }
+
+  /**
+   * Where iteration stands, to resume it with loadStateDict() (in this or a new loader made
+   * with the same dataset and options): mid-epoch, the epoch that is running or was broken
+   * off; otherwise the start of the next one. Plain JSON.
+   */
+  stateDict(): DataLoaderState {
+    if (this.#resume !== null) return this.#resume;
+    if (this.#epoch !== null) return this.#epoch.state();
+    const s = this.#settings;
+    return {
+      format: 'tensorproc.DataLoader/1',
+      generator: s.generator.getState(),
+      samplerGenerators: this.#samplerGenerators.map((g) => g.getState()),
+      persistentSeed: this.#persistentSeed,
+      yielded: 0,
+    };
+  }
+
+  /** The next iteration resumes where `state` was taken: same order, same seeds, the batches handed out skipped. */
+  loadStateDict(state: DataLoaderState): void {
+    this.#resume = checkState(state, this.#samplerGenerators.length);
+  }
+
+  /** Stops the workers a persistent loader keeps. The loader can be iterated again (workers start anew). */
+  async close(): Promise<void> {}
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+function notBuilt(what: string): NoLengthError {
+  return new NoLengthError(`The loader's ${what} is not known yet: its dataset target is built by \`await loader.ready()\` (or the first iteration).`);
+}
