@@ -4,7 +4,11 @@
 // by a process killed mid-send. Readiness comes from libuv (uv_poll), so the event loop
 // never blocks. Framing and policy are in src/transport.
 #include "common.h"
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <unistd.h>
 #include <uv.h>
 #include <cerrno>
@@ -81,11 +85,58 @@ Napi::Value Send(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(r));
 }
 
-// recv(fd, buffer, fdsOut) -> length of the datagram, -EAGAIN when none is waiting, or -1
-// at end of stream (every peer closed). fdsOut[0] receives the descriptor count and
-// fdsOut[1..] the descriptors (close-on-exec). A datagram larger than the buffer, or with
-// more descriptors than fdsOut holds, is an error (EMSGSIZE) and its descriptors are closed:
-// nothing leaks.
+// NOTE [Receiving descriptors]
+// The kernel takes a datagram off the socket before it installs the descriptors it carries
+// (scm_detach_fds); one that finds the descriptor table full drops them and sets MSG_CTRUNC,
+// and the message is lost (with the references its sender counted for it). So before taking
+// a datagram, recv makes sure one slot is free: it closes `reserve` (a descriptor the caller
+// set aside for this), or, without one, duplicates and closes the socket (a probe). A full
+// table is then EMFILE from `fcntl(F_DUPFD)`, with the datagram still waiting for a later
+// receive. One free slot covers a message with one descriptor (a lone tensor, or any message
+// over one storage); a message with more that finds fewer free is still lost, and reported
+// as EMFILE from `recvmsg` (its descriptors closed). Another thread of the process can take
+// the slot between the two calls: then too the message is reported lost.
+// A zero-length datagram reads as 0 like the end of the stream: it is the end only if every
+// sending end is closed (RDHUP) and nothing else waits (SIOCINQ), else it is returned as -2
+// (no tensorproc process sends one; the caller drops it).
+constexpr int kReserveNone = -1;  // probe
+constexpr int kNoProbe = -2;      // the caller expects no descriptors (notices, the manager)
+
+bool EnsureSlot(Napi::Env env, int sock, int reserve) {
+  if (reserve >= 0) {
+    close(reserve);
+    return true;
+  }
+  if (reserve == kNoProbe) return true;
+  int probe = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+  if (probe >= 0) {
+    close(probe);
+    return true;
+  }
+  if (errno == EMFILE || errno == ENFILE) {
+    ThrowErrno(env, errno, "fcntl(F_DUPFD)");
+    return false;
+  }
+  return true;  // a bad socket: recvmsg reports it
+}
+
+// Is the end of the stream reached (every sending end closed, nothing queued)?
+bool AtEnd(int sock) {
+  struct pollfd p = {sock, POLLRDHUP, 0};
+  int r;
+  do { r = poll(&p, 1, 0); } while (r < 0 && errno == EINTR);
+  if (r <= 0 || !(p.revents & (POLLRDHUP | POLLHUP))) return false;
+  int queued = 0;
+  if (ioctl(sock, SIOCINQ, &queued) != 0) return true;
+  return queued == 0;
+}
+
+// recv(fd, buffer, fdsOut, reserve = -1) -> length of the datagram, -EAGAIN when none is
+// waiting, -1 at end of stream (every peer closed), -2 for a zero-length datagram. fdsOut[0]
+// receives the descriptor count and fdsOut[1..] the descriptors (close-on-exec). `reserve`:
+// NOTE [Receiving descriptors] (a descriptor to close first, -1 to probe, -2 for neither).
+// A datagram larger than the buffer, or with more descriptors than fdsOut holds, is an error
+// (EMSGSIZE) and its descriptors are closed: nothing leaks.
 Napi::Value Recv(const Napi::CallbackInfo& info) {
   int64_t fd;
   char* data; size_t len;
@@ -95,7 +146,10 @@ Napi::Value Recv(const Napi::CallbackInfo& info) {
     Napi::TypeError::New(info.Env(), "tensorproc addon: expected an Int32Array for descriptors").ThrowAsJavaScriptException();
     return info.Env().Undefined();
   }
+  int64_t reserve = kReserveNone;
+  if (info.Length() > 3 && !ArgInt(info, 3, &reserve)) return info.Env().Undefined();
   auto fdsOut = info[2].As<Napi::Int32Array>();
+  if (!EnsureSlot(info.Env(), static_cast<int>(fd), static_cast<int>(reserve))) return info.Env().Undefined();
   struct iovec iov = {data, len};
   struct msghdr msg = {};
   msg.msg_iov = &iov;
@@ -120,13 +174,20 @@ Napi::Value Recv(const Napi::CallbackInfo& info) {
     }
   }
   nfds = got.size();
+  // The control buffer holds SCM_MAX_FD descriptors, all a sender can attach: a truncated
+  // control part means the kernel could not install them (NOTE [Receiving descriptors]).
+  if (msg.msg_flags & MSG_CTRUNC) {
+    for (int f : got) close(f);
+    ThrowErrno(info.Env(), EMFILE, "recvmsg");
+    return info.Env().Undefined();
+  }
   bool tooMany = nfds + 1 > fdsOut.ElementLength();
-  if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || tooMany) {
+  if ((msg.msg_flags & MSG_TRUNC) || tooMany) {
     for (int f : got) close(f);
     ThrowErrno(info.Env(), EMSGSIZE, "recvmsg");
     return info.Env().Undefined();
   }
-  if (r == 0 && nfds == 0) return Napi::Number::New(info.Env(), -1);
+  if (r == 0 && nfds == 0) return Napi::Number::New(info.Env(), AtEnd(static_cast<int>(fd)) ? -1 : -2);
   fdsOut[0] = static_cast<int32_t>(nfds);
   for (size_t k = 0; k < nfds; k++) fdsOut[k + 1] = got[k];
   return Napi::Number::New(info.Env(), static_cast<double>(r));

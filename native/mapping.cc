@@ -11,6 +11,7 @@
 // memory is unmapped (`lives`), so a finalizer running after the unmap finds it intact.
 #include "mapping.h"
 #include <sys/mman.h>
+#include <unistd.h>
 #include <cerrno>
 
 namespace tp {
@@ -116,6 +117,33 @@ Napi::Value Detach(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// evict(mapping, keepBytes, refs) -> whether done. When the mapping has exactly `refs`
+// holders (the handle and the buffers over its first keepBytes that the caller keeps: a
+// segment's header view), the file stops being mapped here at once, instead of when the
+// garbage collector frees those buffers: the first keepBytes become private anonymous
+// memory (MAP_FIXED, so the buffers over them stay valid and nothing else can be mapped
+// there) and the rest is unmapped. A segment given up (its tensors released, the cache
+// emptied) then gives its memory back now: for a memfd or a removed name, the kernel frees
+// the pages with the file's last mapping. Called before unmap(), on the owning thread.
+Napi::Value Evict(const Napi::CallbackInfo& info) {
+  Mapping* m = ArgMapping(info, 0);
+  int64_t keep, refs;
+  if (!m || !ArgInt(info, 1, &keep) || !ArgInt(info, 2, &refs)) return info.Env().Undefined();
+  if (m->refs.load(std::memory_order_acquire) != refs || keep < 0 || static_cast<uint64_t>(keep) > m->size) {
+    return Napi::Boolean::New(info.Env(), false);
+  }
+  // Whole pages (a 4 KiB header on a system of 16 or 64 KiB pages keeps its first page).
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t k = (static_cast<size_t>(keep) + page - 1) / page * page;
+  if (k > m->size) k = m->size;
+  if (k > 0 && mmap(m->addr, k, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+    return Napi::Boolean::New(info.Env(), false);
+  }
+  if (m->size > k) munmap(static_cast<char*>(m->addr) + k, m->size - k);
+  m->size = k;
+  return Napi::Boolean::New(info.Env(), true);
+}
+
 // stats() -> [maps, unmaps] since the process started (all threads): lets tests see that a
 // recycled segment caused no new mapping.
 // mappingRefs(mapping) -> holders of the memory: the handle (until unmap) plus every live
@@ -142,6 +170,7 @@ void InitMapping(Napi::Env env, Napi::Object exports) {
   exports.Set("sharedBuffer", Napi::Function::New(env, SharedBuffer));
   exports.Set("unmap", Napi::Function::New(env, Unmap));
   exports.Set("detach", Napi::Function::New(env, Detach));
+  exports.Set("evict", Napi::Function::New(env, Evict));
   exports.Set("mappingStats", Napi::Function::New(env, Stats));
   exports.Set("mappingRefs", Napi::Function::New(env, Refs));
 }

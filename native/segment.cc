@@ -68,17 +68,37 @@ Napi::Value ShmUnlink(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// fstat(fd) -> [size, dev, ino]: the real size (checked against what a handle claims) and
-// the identity by which one segment received twice is recognised as one.
+// fstat(fd) -> [size, dev, ino, mode, uid]: the real size (checked against what a handle
+// claims), the identity by which one segment received twice is recognised as one, and the
+// type and owner of the file (the manager removes only regular files of its own user).
 Napi::Value Fstat(const Napi::CallbackInfo& info) {
   int64_t fd;
   if (!ArgInt(info, 0, &fd)) return info.Env().Undefined();
   struct stat st;
   if (fstat(static_cast<int>(fd), &st) != 0) { ThrowErrno(info.Env(), errno, "fstat"); return info.Env().Undefined(); }
-  Napi::Array out = Napi::Array::New(info.Env(), 3);
+  Napi::Array out = Napi::Array::New(info.Env(), 5);
   out.Set(0u, Napi::Number::New(info.Env(), static_cast<double>(st.st_size)));
   out.Set(1u, Napi::Number::New(info.Env(), static_cast<double>(st.st_dev)));
   out.Set(2u, Napi::Number::New(info.Env(), static_cast<double>(st.st_ino)));
+  out.Set(3u, Napi::Number::New(info.Env(), static_cast<double>(st.st_mode)));
+  out.Set(4u, Napi::Number::New(info.Env(), static_cast<double>(st.st_uid)));
+  return out;
+}
+
+// memfdInfo(fd) -> [size, dev, ino, seals]: fstat and F_GET_SEALS in one call, for a
+// received descriptor about to be mapped. seals is -1 for a file that cannot be sealed (not
+// a memfd: a pipe, a socket, a file on disk), whose size nothing stops its sender changing.
+Napi::Value MemfdInfo(const Napi::CallbackInfo& info) {
+  int64_t fd;
+  if (!ArgInt(info, 0, &fd)) return info.Env().Undefined();
+  struct stat st;
+  if (fstat(static_cast<int>(fd), &st) != 0) { ThrowErrno(info.Env(), errno, "fstat"); return info.Env().Undefined(); }
+  int seals = S_ISREG(st.st_mode) ? fcntl(static_cast<int>(fd), F_GET_SEALS) : -1;
+  Napi::Array out = Napi::Array::New(info.Env(), 4);
+  out.Set(0u, Napi::Number::New(info.Env(), static_cast<double>(st.st_size)));
+  out.Set(1u, Napi::Number::New(info.Env(), static_cast<double>(st.st_dev)));
+  out.Set(2u, Napi::Number::New(info.Env(), static_cast<double>(st.st_ino)));
+  out.Set(3u, Napi::Number::New(info.Env(), seals < 0 ? -1 : seals));
   return out;
 }
 
@@ -106,6 +126,8 @@ void InitSegment(Napi::Env env, Napi::Object exports) {
   exports.Set("shmOpen", Napi::Function::New(env, ShmOpen));
   exports.Set("shmUnlink", Napi::Function::New(env, ShmUnlink));
   exports.Set("fstat", Napi::Function::New(env, Fstat));
+  exports.Set("memfdInfo", Napi::Function::New(env, MemfdInfo));
+  exports.Set("SEAL_SHRINK", Napi::Number::New(env, F_SEAL_SHRINK));
   exports.Set("close", Napi::Function::New(env, Close));
   exports.Set("dup", Napi::Function::New(env, Dup));
 }

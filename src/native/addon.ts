@@ -23,8 +23,12 @@ export interface Addon {
   shmCreate(name: string, size: number): number;
   shmOpen(name: string): number;
   shmUnlink(name: string): void;
-  /** [size, dev, ino] */
-  fstat(fd: number): [number, number, number];
+  /** [size, dev, ino, mode, uid] */
+  fstat(fd: number): [number, number, number, number, number];
+  /** [size, dev, ino, seals] of a received descriptor; seals -1 when the file cannot be sealed. */
+  memfdInfo(fd: number): [number, number, number, number];
+  /** F_SEAL_SHRINK, the seal that stops a memfd's sender from shrinking it under our mapping. */
+  readonly SEAL_SHRINK: number;
   close(fd: number): void;
   dup(fd: number): number;
 
@@ -33,6 +37,11 @@ export interface Addon {
   sharedBuffer(m: NativeMapping, offset: number, length: number): SharedArrayBuffer;
   unmap(m: NativeMapping): void;
   detach(ab: ArrayBuffer): void;
+  /**
+   * Stops mapping the file now if `refs` holders are all that is left (the handle and buffers
+   * over the first `keepBytes`, which become private anonymous memory): NOTE in mapping.cc.
+   */
+  evict(m: NativeMapping, keepBytes: number, refs: number): boolean;
   /** [maps, unmaps] since the process started, all threads. */
   mappingStats(): [number, number];
   /** Holders of a mapping's memory: its handle and every live buffer over it. */
@@ -47,8 +56,12 @@ export interface Addon {
   socketpair(): [number, number];
   /** Bytes sent, or -EAGAIN (-11). */
   send(fd: number, bytes: Uint8Array, fds?: Int32Array): number;
-  /** Datagram length, -EAGAIN (-11) when none waits, -1 at end of stream. */
-  recv(fd: number, buffer: Uint8Array, fdsOut: Int32Array): number;
+  /**
+   * Datagram length, -EAGAIN (-11) when none waits, -1 at end of stream, -2 for a zero-length
+   * datagram. `reserve`: a descriptor to close first, RECV_PROBE (default) or RECV_NO_PROBE
+   * (NOTE [Receiving descriptors] in channel.cc).
+   */
+  recv(fd: number, buffer: Uint8Array, fdsOut: Int32Array, reserve?: number): number;
   Poll: new (fd: number, callback: (status: number, events: number) => void) => NativePoll;
 
   setParentDeathSignal(signal: number): void;
@@ -78,6 +91,12 @@ export interface Addon {
 export type FutexResult = 'ok' | 'timed-out' | 'not-equal';
 
 export const EAGAIN = -11;
+/** recv(): a zero-length datagram (never sent by tensorproc). */
+export const RECV_EMPTY = -2;
+/** recv() reserve: make sure one descriptor slot is free first (the default). */
+export const RECV_PROBE = -1;
+/** recv() reserve: no descriptor is expected (notices, the manager's protocol). */
+export const RECV_NO_PROBE = -2;
 /** A datagram larger than the buffer it was read into (recv throws with this errno). */
 export const EMSGSIZE = -90;
 export const POLL_READABLE = 1;

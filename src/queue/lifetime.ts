@@ -44,7 +44,7 @@ export function untrack(core: Closable): void {
 
 /** The identity of what a descriptor refers to (a socket, a memfd): device and inode. */
 export function identityKey(fd: number): string {
-  let st: [number, number, number];
+  let st: readonly number[];
   try {
     st = addon.fstat(fd);
   } catch (e) {

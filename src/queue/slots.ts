@@ -24,7 +24,7 @@
 // A producer that takes fewer slots than are free while others still wait passes a notice on.
 // A waiting put holds its value, not an encoded message: it is encoded when its slot is
 // taken (as torch's feeder pickles later), so a wait costs no copy and no descriptor.
-import { addon, EAGAIN, EMSGSIZE } from '../native/index.js';
+import { addon, EAGAIN, EMSGSIZE, RECV_EMPTY, RECV_NO_PROBE } from '../native/index.js';
 import { QueueFullError } from '../errors.js';
 import type { Endpoint, Frame } from '../transport/index.js';
 import type { SharedWords } from './shared-words.js';
@@ -194,11 +194,16 @@ export class Slots {
     for (;;) {
       let n: number;
       try {
-        n = addon.recv(this.#endpoint.sendFd, noticeBuffer, noticeFds);
+        // A notice carries no descriptor: no slot need be free for it (NOTE [Receiving
+        // descriptors]), so a producer out of descriptors still hears of free slots.
+        n = addon.recv(this.#endpoint.sendFd, noticeBuffer, noticeFds, RECV_NO_PROBE);
       } catch (e) {
-        if ((e as { errno?: number }).errno === EMSGSIZE) continue; // not a notice: dropped
+        const code = (e as { code?: string }).code;
+        // Not a notice (too large, or with descriptors it had no room for): dropped.
+        if ((e as { errno?: number }).errno === EMSGSIZE || code === 'EMFILE' || code === 'ENFILE') continue;
         return false;
       }
+      if (n === RECV_EMPTY) continue; // not a notice either
       if (n === EAGAIN || n < 0) return false;
       for (let i = 0; i < noticeFds[0]!; i++) addon.close(noticeFds[i + 1]!);
       return true;

@@ -113,7 +113,14 @@ export class Segment {
    */
   static openFd(fd: number, nbytes: number, keepFd = false, identity: FdIdentity | null = null): Segment {
     try {
-      const { size, key } = identity ?? fdIdentity(fd);
+      const { size, key, sealed } = identity ?? fdIdentity(fd);
+      // A file its sender can shrink would turn our next touch of the lost pages into a
+      // SIGBUS: every tensorproc memfd is sealed against it (native/segment.cc).
+      if (!sealed) {
+        throw new BadHandleError(
+          'A received descriptor is not a sealed tensorproc memfd (its sender could shrink it under this process, which would then die of SIGBUS): it was refused. It was not sent by tensorproc.',
+        );
+      }
       const seg = Segment.#open('file_descriptor', null, key, fd, size, nbytes);
       if (keepFd) {
         seg.#fd = fd;
@@ -309,15 +316,17 @@ export interface FdIdentity {
   readonly size: number;
   /** `fd:<dev>:<ino>`: the segment's key, the same in every process that maps it. */
   readonly key: string;
+  /** Sealed against shrinking: its sender cannot truncate it under our mapping. */
+  readonly sealed: boolean;
 }
 
-/** A memfd's size and key, from one fstat. */
+/** A memfd's size, key and seals, from one native call. */
 export function fdIdentity(fd: number): FdIdentity {
-  let st: [number, number, number];
+  let st: [number, number, number, number];
   try {
-    st = addon.fstat(fd);
+    st = addon.memfdInfo(fd);
   } catch (e) {
     throw systemError(e, 'opening a shared segment received by descriptor');
   }
-  return { size: st[0], key: `fd:${st[1]}:${st[2]}` };
+  return { size: st[0], key: `fd:${st[1]}:${st[2]}`, sealed: st[3] >= 0 && (st[3] & addon.SEAL_SHRINK) !== 0 };
 }

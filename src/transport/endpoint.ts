@@ -16,8 +16,8 @@
 // join_thread(): it resolves once the backlog is empty.
 // Receivers take exactly one datagram per get(): a process never reads ahead, so a consumer
 // that stops (or is killed) leaves every message it did not take to the others.
-import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
-import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError } from '../errors.js';
+import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, RECV_EMPTY, systemError } from '../native/index.js';
+import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError, TooManyFilesError } from '../errors.js';
 import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
 import { isMainThread } from 'node:worker_threads';
@@ -261,19 +261,43 @@ export class Endpoint {
     try {
       n = this.#recv();
     } catch (e) {
-      if ((e as { errno?: number }).errno === EMSGSIZE) {
-        this.#options.onDatagram?.();
-        throw new FrameDecodeError(`A message larger than ${MAX_FRAME} bytes arrived (it was dropped): it was not sent by tensorproc.`);
-      }
-      throw systemError(e, `receiving on a ${this.#options.what}`);
+      throw this.#receiveError(e);
     }
     if (n === EAGAIN) return NOTHING;
+    if (n === RECV_EMPTY) {
+      // No tensorproc process sends one, so it took no slot: some other process writes to
+      // this socket. Dropped; the queue goes on (only the end of the stream ends it).
+      throw new FrameDecodeError(`A zero-length datagram arrived on this ${this.#options.what} (it was dropped): it was not sent by tensorproc.`);
+    }
     if (n < 0) {
       this.#ended = true;
       throw this.#endError();
     }
     this.#options.onDatagram?.();
     return decodeReceived(recvBuffer.subarray(0, n), fdsOut);
+  }
+
+  #receiveError(e: unknown): Error {
+    const err = e as { errno?: number; code?: string; syscall?: string };
+    if (err.errno === EMSGSIZE) {
+      // Larger than any frame tensorproc sends (NOTE [Frames]): it took no slot either.
+      return new FrameDecodeError(`A message larger than ${MAX_FRAME} bytes arrived (it was dropped): it was not sent by tensorproc.`);
+    }
+    if (err.code === 'EMFILE' || err.code === 'ENFILE') {
+      // NOTE [Receiving descriptors] (channel.cc): the probe failed before anything was taken,
+      // or (a message with more descriptors than slots were free) the kernel dropped them.
+      const taken = err.syscall === 'recvmsg';
+      if (taken) this.#options.onDatagram?.();
+      return new TooManyFilesError(
+        `Receiving on a ${this.#options.what}: the open-file limit is reached (${err.code}), so a message that carries descriptors cannot be received. ` +
+          (taken
+            ? 'A message with more descriptors than this process had room for arrived, and was lost. '
+            : 'Nothing was taken: the message waits for a later receive. ') +
+          'Close descriptors (files, sockets, tensors you hold), raise the limit (ulimit -n), or use setSharingStrategy(\'file_system\'), whose messages carry none.',
+        err,
+      );
+    }
+    return systemError(e, `receiving on a ${this.#options.what}`);
   }
 
   /**

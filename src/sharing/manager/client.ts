@@ -16,7 +16,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { addon, EAGAIN, POLL_READABLE, POLL_WRITABLE, type NativePoll } from '../../native/index.js';
+import { addon, EAGAIN, POLL_READABLE, POLL_WRITABLE, RECV_NO_PROBE, type NativePoll } from '../../native/index.js';
 import { ManagerUnavailableError } from '../../errors.js';
 import { checkDir, managerDir, socketPath } from './dir.js';
 import {
@@ -355,7 +355,7 @@ export class ManagerClient {
     while (this.#fd >= 0) {
       let n: number;
       try {
-        n = addon.recv(this.#fd, this.#rbuf, this.#rfds);
+        n = addon.recv(this.#fd, this.#rbuf, this.#rfds, RECV_NO_PROBE); // the manager sends no descriptors
       } catch {
         return this.#lost();
       }

@@ -46,7 +46,7 @@
 //    (no warning); TENSORPROC_MANAGER_DIR picks the directory (tests use their own);
 //    TENSORPROC_MANAGER_LOG names a file it appends what it removes, and why, to.
 import { appendFileSync, chmodSync, openSync, unlinkSync } from 'node:fs';
-import { addon, EAGAIN, POLL_READABLE, type NativePoll } from '../../native/index.js';
+import { addon, EAGAIN, POLL_READABLE, RECV_NO_PROBE, type NativePoll } from '../../native/index.js';
 import { checkDir, lockPath, managerDir, socketPath } from './dir.js';
 import { decodeClient, encode, MAX_DATAGRAM, PROTOCOL_VERSION, type ManagerMessage } from './protocol.js';
 import { Registry } from './registry.js';
@@ -155,7 +155,7 @@ class Manager {
     while (this.#conns.has(conn.fd)) {
       let n: number;
       try {
-        n = addon.recv(conn.fd, this.#buf, this.#fds);
+        n = addon.recv(conn.fd, this.#buf, this.#fds, RECV_NO_PROBE); // clients send no descriptors
       } catch {
         return this.#close(conn);
       }
