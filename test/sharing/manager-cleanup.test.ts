@@ -3,7 +3,8 @@
 // get their grace. Real processes; the latency until a name is gone is reported, not asserted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { checkLeaks } from '../helpers/leaks.js';
 import { ask, env, exists, holder, killAndWait, managers, newDir, waitFor } from './fixtures/manager-harness.js';
 
@@ -164,4 +165,29 @@ test('segments held by worker threads: a thread that ends leaves the others; the
   assert.ok(exists(mine) && exists(second), 'the process and its live thread still hold theirs');
   const ms = await killAndWait(a, [mine, first, second]);
   t.diagnostic(`process with threads: names removed ${ms.toFixed(1)} ms after SIGKILL`);
+});
+
+// A name alone proves nothing: anyone can make /dev/shm/tensorproc_<pid>_… (a manager running
+// as root could open and remove every user's). Only regular files of the manager's own uid
+// that are (or were becoming) tensorproc segments are removed.
+test('a dead holder: files named like its segments but of another user, not regular, or not segments are left alone', { skip: process.getuid!() !== 0 && 'needs root (files of another uid)' }, async () => {
+  const a = holder();
+  const { names } = await ask(a, { cmd: 'create', count: 1, size: 16 });
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  const pid = a.child.pid!;
+  const path = (c: string): string => `/dev/shm/tensorproc_${pid}_${c.repeat(16)}`;
+  const others = [path('a'), path('b'), path('c')];
+  try {
+    writeFileSync(others[0]!, Buffer.alloc(8192)); // another user's, the size of a segment
+    chownSync(others[0]!, 65534, 65534);
+    execFileSync('mkfifo', ['-m', '600', others[1]!]); // ours, but a FIFO
+    const h = Buffer.alloc(8192); // ours and regular, but a header that is not a segment's
+    h.writeUInt32LE(0x12345678, 0);
+    writeFileSync(others[2]!, h, { mode: 0o600 });
+    await killAndWait(a, names); // its own segment goes: the death was judged
+    for (const p of others) assert.ok(existsSync(p), `${p} was removed`);
+    assert.equal(statSync(others[0]!).uid, 65534);
+  } finally {
+    for (const p of others) rmSync(p, { force: true });
+  }
 });

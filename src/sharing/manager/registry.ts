@@ -1,8 +1,8 @@
 // The manager's bookkeeping: which processes map which names, and what to do with a name
 // when its holders go. Policy of NOTE [The file_system manager] (server.ts).
-import { readdirSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync } from 'node:fs';
 import { addon, POLL_READABLE, type NativePoll } from '../../native/index.js';
-import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, holders, reclaimSlots, wakeCreator } from '../segment-header.js';
+import { HEADER_BYTES, MAGIC, W_MAGIC, W_PID, W_REFS, holders, reclaimSlots, wakeCreator } from '../segment-header.js';
 import { creatorOf, NAME_PATTERN } from './protocol.js';
 import { isAlive } from './liveness.js';
 
@@ -43,6 +43,9 @@ interface NameState {
   /** When it was first seen with references in flight only, after clean exits. */
   orphanSince: number | null;
 }
+
+const S_IFMT = 0o170000;
+const S_IFREG = 0o100000;
 
 /** Errors that say "try again later" rather than anything about the segment. */
 const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN', 'EINTR']);
@@ -122,16 +125,26 @@ export class Registry {
     }
     for (const entry of entries) {
       const name = `/${entry}`;
-      if (!NAME_PATTERN.test(name) || isAlive(creatorOf(name)) || this.#names.has(name)) continue;
-      try {
-        if (statSync(`/dev/shm/${entry}`).uid !== this.#uid) continue;
-      } catch {
-        continue;
-      }
+      if (!NAME_PATTERN.test(name) || isAlive(creatorOf(name)) || this.#names.has(name) || !this.#mine(entry)) continue;
       this.#state(name).crashed = true;
       this.#evaluate(name);
     }
     this.#changed();
+  }
+
+  /**
+   * Whether /dev/shm/`entry` may be one of this user's segments: a regular file (not a link,
+   * a FIFO, a device…) that this manager's uid owns. A name alone proves nothing: anyone
+   * can make a file called tensorproc_<pid>_…, and a manager running as root could open and
+   * remove every user's. #evaluate() checks the opened file again before touching it.
+   */
+  #mine(entry: string): boolean {
+    try {
+      const st = lstatSync(`/dev/shm/${entry}`);
+      return st.isFile() && st.uid === this.#uid;
+    } catch {
+      return false; // gone
+    }
   }
 
   #state(name: string): NameState {
@@ -236,7 +249,7 @@ export class Registry {
     // Names it created whose registration it had no time to send (killed within a turn).
     try {
       const prefix = `tensorproc_${pid}_`;
-      for (const entry of readdirSync('/dev/shm')) if (entry.startsWith(prefix)) names.add(`/${entry}`);
+      for (const entry of readdirSync('/dev/shm')) if (entry.startsWith(prefix) && this.#mine(entry)) names.add(`/${entry}`);
     } catch {
       // no /dev/shm listing: registered names only
     }
@@ -258,6 +271,8 @@ export class Registry {
    */
   #evaluate(name: string): void {
     const st = this.#state(name);
+    // Not opened unless it is a regular file of ours (opening a FIFO, say, is not harmless).
+    if (!this.#mine(name.slice(1))) return this.#forget(name);
     let fd: number;
     try {
       fd = addon.shmOpen(name);
@@ -268,14 +283,20 @@ export class Registry {
     let total = 0;
     let took = 0;
     let valid = false;
+    let foreign = false;
     const live: number[] = [];
     try {
-      const [size] = addon.fstat(fd);
+      const [size, , , mode, uid] = addon.fstat(fd);
+      // Checked again on what was opened: the name may have been replaced since #mine().
+      if ((mode & S_IFMT) !== S_IFREG || uid !== this.#uid) return this.#forget(name);
       if (size >= HEADER_BYTES) {
         const m = addon.map(fd, HEADER_BYTES);
         try {
           const h = new Int32Array(addon.sharedBuffer(m, 0, HEADER_BYTES));
-          if (Atomics.load(h, W_MAGIC) === MAGIC) {
+          const magic = Atomics.load(h, W_MAGIC);
+          // A header that does not name the name's creator is not a segment we understand.
+          if (magic !== 0 && (magic !== MAGIC || Atomics.load(h, W_PID) !== creatorOf(name))) foreign = true;
+          if (magic === MAGIC && !foreign) {
             valid = true;
             for (const [pid, count] of holders(h)) {
               if (!isAlive(pid)) took += reclaimSlots(h, pid);
@@ -297,6 +318,7 @@ export class Registry {
     } finally {
       addon.close(fd);
     }
+    if (foreign) return this.#forget(name);
     if (!valid) {
       // No header yet: its creator is still building it, or died doing so.
       if (isAlive(creatorOf(name))) return this.#forget(name);
