@@ -145,9 +145,13 @@ export class Storage {
     this.#escaped = false;
   }
 
-  /** Drops this process's hold on the bytes now; the storage is unusable afterwards. */
+  /**
+   * Drops this process's hold on the bytes now; the storage is unusable afterwards. Releasing
+   * again is a no-op (as `del` and close() are), whichever tensor or storage object over
+   * these bytes it comes through: a view, the storage, or the same storage received back.
+   */
   release(): void {
-    if (this.#buffer === null) throw released();
+    if (this.#buffer === null) return;
     this.#buffer = null;
     const b = this.#backing;
     this.#backing = null;

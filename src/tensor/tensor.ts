@@ -251,16 +251,19 @@ export class Tensor {
     return this.storage.isShared();
   }
 
-  /** Drops this process's hold on the storage now: every view over it becomes unusable. */
+  /**
+   * Drops this process's hold on the storage now: every view over it becomes unusable.
+   * Releasing again, through this tensor or any other over the storage, is a no-op.
+   */
   release(): void {
     this.#elements = null;
     this.#data = null;
     this.storage.release();
   }
 
-  /** `using t = …`: releases at the end of the scope (no error if already released). */
+  /** `using t = …`: releases at the end of the scope (a no-op if already released). */
   [Symbol.dispose](): void {
-    if (!this.storage.isReleased()) this.release();
+    this.release();
   }
 
   toString(): string {

@@ -213,7 +213,11 @@ describe('bad input is a coded error', () => {
       const raw = t.data;
       t.release();
       assert.equal(raw.length, shared ? 0 : 4, 'a shared view is emptied so it cannot see a recycled segment');
-      expectCode(() => t.release(), mp.ReleasedError, 'ERR_TP_RELEASED');
+      // Releasing again is a no-op, as `del` is (torch) and close() is: the same tensor, a
+      // view of it, its storage.
+      t.release();
+      v.release();
+      t.storage.release();
       expectCode(() => t.get(0), mp.ReleasedError, 'ERR_TP_RELEASED');
       expectCode(() => t.data, mp.ReleasedError, 'ERR_TP_RELEASED');
       expectCode(() => v.fill(1), mp.ReleasedError, 'ERR_TP_RELEASED');
@@ -222,6 +226,23 @@ describe('bad input is a coded error', () => {
       expectCode(() => v.transpose(0, 1), mp.ReleasedError, 'ERR_TP_RELEASED');
       expectCode(() => t.shareMemory(), mp.ReleasedError, 'ERR_TP_RELEASED');
       t[Symbol.dispose](); // disposing a released tensor is allowed
+    }
+  });
+
+  test('two `using` over one storage, and a view released before its base: no error', () => {
+    for (const shared of [false, true]) {
+      const t = mp.zeros([2, 3], { shared });
+      {
+        using a = t;
+        using b = t.select(0, 1);
+        b.fill(1);
+        assert.equal(a.get(1, 2), 1);
+      }
+      expectCode(() => t.get(0, 0), mp.ReleasedError, 'ERR_TP_RELEASED');
+      const x = mp.zeros([4], { shared });
+      const w = x.narrow(0, 1, 2);
+      x.release();
+      w.release();
     }
   });
 
