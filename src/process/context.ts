@@ -151,8 +151,8 @@ export class ProcessContext {
 export const SpawnContext = ProcessContext;
 export type SpawnContext = ProcessContext;
 
-function exceptionFor(child: ChildHandle): ProcessException {
-  const i = child.index;
+/** How `child` failed, as torch reports it; `i` is the index it is named by (a worker set's worker id). */
+export function exceptionFor(child: ChildHandle, i = child.index): ProcessException {
   if (child.error) {
     const message = `\n\n-- Process ${i} terminated with the following error:\n${child.error.trace}`;
     return new ProcessRaisedException(message, i, child.pid, { cause: rebuildError(child.error.error) });
