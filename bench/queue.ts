@@ -1,27 +1,34 @@
 // W1 (shared/YARDSTICK.md): one producer process, one consumer process, a queue between them.
 // Per message the producer makes a fresh float32 tensor of SIZE bytes in shared memory, fills
 // it and puts it; the consumer gets it, reads its first and last element and drops it
-// (release(), JS's `del`). Consumer-side messages/s and GB/s from the 2nd message, for both
-// sharing strategies, side by side in one run with the anchors: Node's child_process
-// (advanced serialization) and worker_threads (copy, transfer) from node_ipc.mjs, and
-// torch.multiprocessing from torch_queue.py when Debian's python3 has torch. Prints one JSON
-// line per trial, then a markdown table of medians with ratios. "fill limit" is the
-// producer's work alone (fillLimit()), measured in this process in the same run.
+// (release(), JS's `del`). Consumer-side messages/s from the 2nd message, for both sharing
+// strategies, side by side in one run (size by size, every implementation in turn, so that
+// noise hits all alike) with the anchors of bench/anchors/: torch.multiprocessing
+// (torch-queue.py, with the first python3 that has torch), Node's child_process and
+// worker_threads (node-ipc.ts); and the two limits: "fill limit", the producer's work alone
+// (fillLimit()), and "message limit", a bare socketpair between two processes moving
+// datagrams the size of tensorproc's frame for one tensor (message-limit.py), at the sizes
+// where the fill costs less than a message.
 //
-//   node dist/bench/queue.js [runs=3] [sizes=1024,65536,...] [--no-anchors] [--no-torch]
-// The anchors are looked for in $TENSORPROC_ANCHORS, else ../shared/anchors beside the repo.
-import { spawn as spawnChild } from 'node:child_process';
-import { existsSync } from 'node:fs';
+//   node --expose-gc dist/bench/queue.js        (or `tensorproc bench --only W1`)
+// Records as NOTE [Bench records]; TENSORPROC_BENCH_QUICK=1 for the short counts.
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dirname, join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import * as mp from '../src/index.js';
-import { fmtBytes, fmtNum, markdownTable, median } from './lib/stats.js';
+import { encodeMessage } from '../src/transport/index.js';
+import { fmtBytes } from './lib/stats.js';
+import { anchorPath, findPythons, runJsonLines } from './lib/programs.js';
+import { benchEnv, runWorkload, streamRecord, type Step, type StepRecord } from './lib/workload.js';
 
-const SIZES = [1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20];
-const countFor = (size: number): number => Math.max(20, Math.min(5000, Math.floor((256 << 20) / size)));
-/** As torch_queue.py: a bounded queue, so a fast producer waits instead of running ahead. */
+export const SIZES = [1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20];
+const clamp = (x: number, lo: number, hi: number): number => Math.max(lo, Math.min(hi, Math.floor(x)));
+/** YARDSTICK.md's count, the same for every implementation; --quick: 1/32 of its bytes. */
+export const countFor = (size: number, quick: boolean): number => (quick ? clamp(2 ** 25 / size, 10, 2000) : clamp(2 ** 30 / size, 40, 50_000));
+/** As torch-queue.py: a bounded queue, so a fast producer waits instead of running ahead. */
 const MAXSIZE = 64;
+/** The limit a bare message sets matters where the fill is cheaper than a message. */
+const MESSAGE_LIMIT_MAX = 64 << 10;
+const STRATEGIES = ['file_descriptor', 'file_system'] as const;
 
 // --- the two children (one target, index 0 consumes, index 1 produces) ---------------------
 export async function role(i: number, q: mp.Queue<mp.Tensor>, out: mp.Queue, size: number, count: number, strategy: mp.SharingStrategy): Promise<void> {
@@ -48,17 +55,8 @@ export async function role(i: number, q: mp.Queue<mp.Tensor>, out: mp.Queue, siz
   await out.put({ dt: (performance.now() - t0) / 1000, s });
 }
 
-interface Trial {
-  impl: string;
-  bytes: number;
-  count: number;
-  msgs_per_s: number;
-  GB_per_s: number;
-}
-
-async function runTensorproc(strategy: mp.SharingStrategy, size: number): Promise<Trial> {
-  const count = countFor(size);
-  mp.setSharingStrategy(strategy); // as torch_queue.py's run() does, before starting the children
+async function runTensorproc(strategy: mp.SharingStrategy, size: number, count: number): Promise<StepRecord> {
+  mp.setSharingStrategy(strategy); // as torch-queue.py does, before starting the children
   const q = new mp.Queue<mp.Tensor>({ maxsize: MAXSIZE });
   const out = new mp.Queue<{ dt: number }>();
   try {
@@ -70,10 +68,8 @@ async function runTensorproc(strategy: mp.SharingStrategy, size: number): Promis
     })();
     const first = await Promise.race([out.get(), failed]);
     if (first === null) throw new Error('the W1 children exited without a result');
-    const { dt } = first;
     await failed;
-    const msgs = (count - 1) / dt;
-    return { impl: `tensorproc ${strategy}`, bytes: size, count, msgs_per_s: msgs, GB_per_s: (msgs * size) / 1e9 };
+    return streamRecord(`tensorproc ${strategy}`, size, count, first.dt, fmtBytes(size));
   } finally {
     q.close();
     out.close();
@@ -86,10 +82,9 @@ async function runTensorproc(strategy: mp.SharingStrategy, size: number): Promis
  * code is warm (YARDSTICK.md: "the physical limit ... is the bandwidth of writing the tensor
  * once"); W1 can reach it only by overlapping everything else with the fill. Measured under
  * file_descriptor only: the strategy changes how a segment is named, not the memory that is
- * written, so it is the limit of both columns.
+ * written, so it is the limit of both.
  */
-function fillLimit(size: number): Trial {
-  const count = countFor(size);
+function fillLimit(size: number, count: number): StepRecord {
   const n = size / 4;
   mp.setSharingStrategy('file_descriptor');
   const once = (k: number): void => {
@@ -100,99 +95,101 @@ function fillLimit(size: number): Trial {
   for (let k = 0; k < count; k++) once(k); // warm: compiled, segment recycled
   const t0 = performance.now();
   for (let k = 1; k < count; k++) once(k);
-  const msgs = (count - 1) / ((performance.now() - t0) / 1000);
-  return { impl: 'fill limit', bytes: size, count, msgs_per_s: msgs, GB_per_s: (msgs * size) / 1e9 };
+  return streamRecord('fill limit', size, count, (performance.now() - t0) / 1000, fmtBytes(size));
 }
 
-/** Runs an anchor script and collects its JSON lines. */
-function runLines(cmd: string, args: string[]): Promise<Record<string, unknown>[]> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawnChild(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    const rows: Record<string, unknown>[] = [];
-    createInterface({ input: child.stdout! }).on('line', (l) => {
-      try {
-        rows.push(JSON.parse(l));
-      } catch {
-        // not a result line
-      }
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolvePromise(rows) : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`))));
-  });
+/** What tensorproc sends for one tensor of `size` under `strategy`: its bytes and descriptors. */
+function frameOf(strategy: mp.SharingStrategy, size: number): { bytes: number; fds: number } {
+  mp.setSharingStrategy(strategy);
+  const t = mp.empty([size / 4], { shared: true });
+  const f = encodeMessage(t);
+  const shape = { bytes: f.bytes.length, fds: f.fds.length };
+  f.abandon();
+  t.release();
+  return shape;
 }
 
-function anchorsDir(): string | null {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const candidates = [process.env.TENSORPROC_ANCHORS, resolve(here, '../../../shared/anchors'), resolve(here, '../../shared/anchors'), resolve(here, '../../bench/anchors')];
-  for (const c of candidates) if (c && existsSync(join(c, 'node_ipc.mjs'))) return c;
-  return null;
+async function anchor(cmd: string, args: string[], impl: string, size: number, count: number): Promise<StepRecord[]> {
+  const rows = await runJsonLines(cmd, args);
+  return rows.map((r) => streamRecord(impl, size, count, Number(r.seconds), fmtBytes(size)));
 }
 
-async function torchAvailable(): Promise<boolean> {
-  return new Promise((r) => {
-    const c = spawnChild('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore' });
-    c.on('error', () => r(false));
-    c.on('exit', (code) => r(code === 0));
-  });
-}
+/** Rough seconds per step, from the yardstick's figures: only for the progress bar. */
+const RATES: Record<string, number[]> = {
+  tensorproc: [37_000, 30_000, 15_000, 850, 270],
+  'torch file_descriptor': [2_000, 1_650, 1_000, 60, 16],
+  'torch file_system': [4_900, 3_500, 960, 56, 12],
+  'node fork': [45_000, 14_000, 1_270, 59, 7],
+  'node worker-copy': [230_000, 38_000, 5_500, 140, 14],
+  'node worker-transfer': [200_000, 38_000, 3_300, 235, 40],
+  fill: [1_300_000, 275_000, 38_000, 1_240, 300],
+  message: [400_000, 400_000],
+};
+const weight = (rate: string, i: number, count: number, startup: number): number => startup + count / (RATES[rate]![i] ?? 1_000);
 
-async function main(): Promise<void> {
-  const argv = process.argv.slice(2);
-  const flags = new Set(argv.filter((a) => a.startsWith('--')));
-  const pos = argv.filter((a) => !a.startsWith('--'));
-  const runs = Number(pos[0] ?? 3);
-  const sizes = pos[1] ? pos[1].split(',').map(Number) : SIZES;
-  const anchors = flags.has('--no-anchors') ? null : anchorsDir();
-  const torch = anchors !== null && !flags.has('--no-torch') && (await torchAvailable());
-  const results = new Map<string, number[]>(); // `${impl}|${bytes}` -> msgs/s per run
-  const note = (t: Trial, run: number): void => {
-    const key = `${t.impl}|${t.bytes}`;
-    results.set(key, [...(results.get(key) ?? []), t.msgs_per_s]);
-    console.log(JSON.stringify({ workload: 'W1', run, ...t, msgs_per_s: +t.msgs_per_s.toFixed(1), GB_per_s: +t.GB_per_s.toFixed(3) }));
-  };
-  for (let run = 0; run < runs; run++) {
-    for (const strategy of ['file_descriptor', 'file_system'] as const) {
-      for (const size of sizes) note(await runTensorproc(strategy, size), run);
+export function steps(quick: boolean): Step[] {
+  const { torch, any: python } = findPythons();
+  const out: Step[] = [];
+  SIZES.forEach((size, i) => {
+    const count = countFor(size, quick);
+    const at = fmtBytes(size);
+    for (const s of STRATEGIES) {
+      out.push({ label: `tensorproc ${s} ${at}`, weight: weight('tensorproc', i, count, 0.3), run: async () => [await runTensorproc(s, size, count)] });
     }
-    for (const size of sizes) note(fillLimit(size), run);
-    if (anchors !== null) {
-      for (const row of await runLines(process.execPath, [join(anchors, 'node_ipc.mjs'), 'fork,worker-copy,worker-transfer', sizes.join(',')])) {
-        note({ impl: String(row.impl), bytes: Number(row.bytes), count: Number(row.count), msgs_per_s: Number(row.msgs_per_s), GB_per_s: Number(row.GB_per_s) }, run);
+    if (torch && !quick) {
+      for (const s of STRATEGIES) {
+        const impl = `torch ${s}`;
+        out.push({ label: `${impl} ${at}`, weight: weight(impl, i, count, 3), run: () => torchRun(torch.path, s, [size], quick) });
       }
     }
-    if (torch) {
-      for (const row of await runLines('/usr/bin/python3', [join(anchors!, 'torch_queue.py'), 'file_descriptor,file_system', sizes.join(',')])) {
-        note({ impl: `torch ${String(row.strategy)}`, bytes: Number(row.bytes), count: Number(row.count), msgs_per_s: Number(row.msgs_per_s), GB_per_s: Number(row.GB_per_s) }, run);
+    for (const kind of ['fork', 'worker-copy', 'worker-transfer']) {
+      const impl = `node ${kind}`;
+      out.push({ label: `${impl} ${at}`, weight: weight(impl, i, count, 0.1), run: () => anchor(process.execPath, [anchorPath('node-ipc.js'), kind, String(size), String(count)], impl, size, count) });
+    }
+    // The limit is measured with the yardstick's count even by --quick: in one process, and
+    // cheap (a twentieth of a second a size), it needs that many to be warm.
+    const fillCount = countFor(size, false);
+    out.push({ label: `fill limit ${at}`, weight: weight('fill', i, 2 * fillCount, 0), run: () => [fillLimit(size, fillCount)] });
+    if (python && size <= MESSAGE_LIMIT_MAX) {
+      for (const s of STRATEGIES) {
+        const impl = `message limit ${s}`;
+        out.push({
+          label: `${impl} ${at}`,
+          weight: weight('message', i, count, 0.05),
+          run: () => {
+            const f = frameOf(s, size);
+            return anchor(python.path, [anchorPath('message-limit.py'), String(f.bytes), String(count), String(f.fds)], impl, size, count);
+          },
+        });
       }
+    }
+  });
+  // --quick: one pair of torch processes per strategy serves every size (torch-queue.py).
+  if (torch && quick) {
+    for (const s of STRATEGIES) {
+      const impl = `torch ${s}`;
+      const w = SIZES.reduce((sum, size, i) => sum + weight(impl, i, countFor(size, quick), 0), 4);
+      out.push({ label: `${impl}, every size`, weight: w, run: () => torchRun(torch.path, s, SIZES, quick) });
     }
   }
-  const impls = [...new Set([...results.keys()].map((k) => k.split('|')[0]!))];
-  const med = (impl: string, size: number): number | undefined => {
-    const xs = results.get(`${impl}|${size}`);
-    return xs === undefined ? undefined : median(xs);
-  };
-  const cell = (x: number | undefined): string => (x === undefined ? '–' : fmtNum(x, x < 100 ? 1 : 0));
-  const ratio = (a: number | undefined, b: number | undefined): string => (a === undefined || b === undefined ? '–' : `${fmtNum(a / b, 1)}x`);
-  const share = (a: number | undefined, b: number | undefined): string => (a === undefined || b === undefined ? '–' : `${fmtNum((100 * a) / b, 0)}%`);
-  const ratios: [string, string, string][] = [];
-  if (impls.includes('torch file_descriptor')) ratios.push(['fd / torch fd', 'tensorproc file_descriptor', 'torch file_descriptor']);
-  if (impls.includes('torch file_system')) ratios.push(['fs / torch fs', 'tensorproc file_system', 'torch file_system']);
-  for (const a of ['node fork', 'node worker-copy', 'node worker-transfer']) if (impls.includes(a)) ratios.push([`fd / ${a.slice(5)}`, 'tensorproc file_descriptor', a]);
-  ratios.push(['fd / fill limit', 'tensorproc file_descriptor', 'fill limit'], ['fs / fill limit', 'tensorproc file_system', 'fill limit']);
-  console.log(`\nW1, messages/s (consumer side, median of ${runs} run${runs > 1 ? 's' : ''}; GB/s = messages/s x size)\n`);
-  console.log(markdownTable(
-    ['size', ...impls, ...ratios.map((r) => r[0])],
-    sizes.map((size) => [fmtBytes(size), ...impls.map((i) => cell(med(i, size))), ...ratios.map(([, a, b]) => (b === 'fill limit' ? share : ratio)(med(a, size), med(b, size)))]),
-  ));
-  console.log('\nGB/s\n');
-  console.log(markdownTable(['size', ...impls], sizes.map((size) => [fmtBytes(size), ...impls.map((i) => { const m = med(i, size); return m === undefined ? '–' : fmtNum((m * size) / 1e9, 2); })])));
+  return out;
+}
+
+async function torchRun(python: string, strategy: string, sizes: number[], quick: boolean): Promise<StepRecord[]> {
+  const args = [anchorPath('torch-queue.py'), strategy, ...(quick ? ['--one-pair'] : []), ...sizes.map((size) => `${size}:${countFor(size, quick)}`)];
+  const rows = await runJsonLines(python, args);
+  return rows.map((r) => streamRecord(`torch ${strategy}`, Number(r.bytes), Number(r.count), Number(r.seconds), fmtBytes(Number(r.bytes))));
 }
 
 // Not awaited at top level: spawn() imports this module (the children's target) to check
 // it, and an import of a module still in its top-level await would wait for main() itself.
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  main().catch((e) => {
-    console.error(e);
-    process.exitCode = 1;
-  });
+  const env = benchEnv();
+  runWorkload('W1', steps(env.quick), env).then(
+    () => mp.emptyCache(),
+    (e: unknown) => {
+      console.error(e);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -1,23 +1,143 @@
-// `npm run bench`: every bench, one after another, each in its own process so that one
-// bench's heap and caches do not colour the next. Each prints its own side-by-side table.
-//
-//   node dist/bench/run.js [name ...]      e.g. node dist/bench/run.js queue spawn
-import { spawnSync } from 'node:child_process';
+// `tensorproc bench` (and `npm run bench`): the yardstick's workloads, each a program of
+// bench/ run in a process of its own, read through NOTE [Bench records]: a progress bar on
+// a terminal while they run, then the tables (bench/lib/report.ts); with `json`, only the
+// records, one JSON object a line. A workload whose program is not in this build (one being
+// written) is reported as not measured, and the others run.
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import cliProgress from 'cli-progress';
+import { writePlot } from './lib/plot.js';
+import { pythonEnv } from './lib/programs.js';
+import { parseLine, type BenchRecord, type Progress } from './lib/record.js';
+import { report } from './lib/report.js';
 
-const BENCHES = ['alloc', 'messages', 'spawn', 'queue'];
-const chosen = process.argv.length > 2 ? process.argv.slice(2) : BENCHES;
-let failed = 0;
-for (const name of chosen) {
-  const file = fileURLToPath(new URL(`./${name}.js`, import.meta.url));
-  if (!existsSync(file)) {
-    console.error(`no bench named ${name} (have: ${BENCHES.join(', ')})`);
-    failed++;
-    continue;
-  }
-  console.log(`\n## ${name}\n`);
-  const r = spawnSync(process.execPath, ['--expose-gc', file], { stdio: 'inherit' });
-  if (r.status !== 0) failed++;
+export interface Workload {
+  id: string;
+  /** Its program, compiled, beside this file. */
+  program: string;
+  title: string;
+  /** About how long it takes, seconds, for the progress bar: [quick, full]. */
+  seconds: [number, number];
+  /** Part of a plain `tensorproc bench` (the yardstick), or only when named in --only. */
+  yardstick: boolean;
 }
-process.exitCode = failed ? 1 : 0;
+
+export const WORKLOADS: Workload[] = [
+  { id: 'W1', program: 'queue.js', title: 'producer → consumer process through a queue', seconds: [40, 170], yardstick: true },
+  { id: 'W2', program: 'spawn.js', title: 'start and join N processes', seconds: [8, 40], yardstick: true },
+  { id: 'W3', program: 'pool.js', title: 'a pool of 2 processes', seconds: [20, 90], yardstick: true },
+  { id: 'W4', program: 'data.js', title: 'a data loader with 2 workers', seconds: [20, 60], yardstick: true },
+  { id: 'alloc', program: 'alloc.js', title: 'shared allocation', seconds: [15, 30], yardstick: false },
+  { id: 'messages', program: 'messages.js', title: 'message encoding', seconds: [10, 20], yardstick: false },
+  { id: 'sync', program: 'sync.js', title: 'sync primitives', seconds: [10, 30], yardstick: false },
+];
+
+export interface BenchOptions {
+  quick: boolean;
+  json: boolean;
+  /** Workload ids (any case); default: the yardstick's W1-W4. */
+  only: string[] | null;
+  plot: string | null;
+  runs: number;
+}
+
+/** The workloads `only` names, in the registry's order; throws naming any it does not know. */
+export function chooseWorkloads(only: string[] | null, workloads: Workload[] = WORKLOADS): Workload[] {
+  if (only === null) return workloads.filter((w) => w.yardstick);
+  const wanted = only.map((s) => s.trim()).filter(Boolean);
+  const known = (id: string): boolean => workloads.some((w) => w.id.toLowerCase() === id.toLowerCase());
+  const unknown = wanted.filter((id) => !known(id));
+  if (unknown.length) throw new UnknownWorkloadError(unknown, workloads);
+  return workloads.filter((w) => wanted.some((id) => id.toLowerCase() === w.id.toLowerCase()));
+}
+
+export class UnknownWorkloadError extends Error {
+  constructor(ids: string[], workloads: Workload[]) {
+    super(`no workload named ${ids.join(', ')} (have: ${workloads.map((w) => w.id).join(', ')})`);
+  }
+}
+
+interface Outcome {
+  records: BenchRecord[];
+  error: string | null;
+}
+
+/** Runs one workload's program, handing each line it prints to `onRecord` / `onProgress`. */
+function runProgram(w: Workload, file: string, options: BenchOptions, env: Record<string, string>, onRecord: (r: BenchRecord) => void, onProgress: (p: Progress) => void): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--expose-gc', file], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env, TENSORPROC_BENCH: 'records', TENSORPROC_BENCH_QUICK: options.quick ? '1' : '0', TENSORPROC_BENCH_RUNS: String(options.runs) },
+    });
+    const records: BenchRecord[] = [];
+    // Kept to explain a failure, never shown otherwise: the libraries' warnings are not results.
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+      stderr = (stderr + s).slice(-16_384);
+    });
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const { record, progress } = parseLine(line, w.id);
+      if (record) {
+        records.push(record);
+        onRecord(record);
+      }
+      if (progress) onProgress(progress);
+    });
+    child.on('error', (e) => resolve({ records, error: e.message }));
+    child.on('close', (code, signal) => resolve({ records, error: code === 0 ? null : `exited with ${signal ?? code}\n${stderr.trim()}` }));
+  });
+}
+
+/** Runs the chosen workloads (of `workloads`); resolves to the exit status (1 if one failed). */
+export async function runBench(options: BenchOptions, workloads: Workload[] = WORKLOADS): Promise<number> {
+  const chosen = chooseWorkloads(options.only, workloads);
+  const here = (name: string): string => fileURLToPath(new URL(`./${name}`, import.meta.url));
+  const missing = chosen.filter((w) => !existsSync(here(w.program)));
+  const runnable = chosen.filter((w) => !missing.includes(w));
+  const env = pythonEnv();
+  const secondsOf = (w: Workload): number => w.seconds[options.quick ? 0 : 1] * options.runs;
+  const total = runnable.reduce((s, w) => s + secondsOf(w), 0);
+  const say = (line: string): void => {
+    if (!options.json) process.stderr.write(`${line}\n`);
+  };
+  if (!env.TENSORPROC_BENCH_TORCH) say('torch: no python3 on PATH (nor /usr/bin/python3) imports torch, so the torch anchors are left out (Debian: apt-get install python3-torch)');
+  for (const w of missing) say(`${w.id}: not measured, bench/${w.program.replace(/\.js$/, '.ts')} is not in this build`);
+  const bar = !options.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: ' {bar} {percentage}% | about {eta_formatted} left | {step}', stream: process.stderr, hideCursor: true, clearOnComplete: true, etaBuffer: 40, fps: 4 }, cliProgress.Presets.shades_classic) : null;
+  bar?.start(total, 0, { step: 'starting' });
+  const all: BenchRecord[] = [];
+  const failures: string[] = [];
+  let base = 0;
+  for (const w of runnable) {
+    const share = secondsOf(w);
+    const t0 = performance.now();
+    const out = await runProgram(
+      w,
+      here(w.program),
+      options,
+      env,
+      (r) => {
+        if (options.json) process.stdout.write(`${JSON.stringify(r)}\n`);
+      },
+      (p) => bar?.update(base + (p.total > 0 ? (share * Math.min(p.done, p.total)) / p.total : 0), { step: `${w.id} ${p.label}` }),
+    );
+    base += share;
+    bar?.update(base, { step: `${w.id} done` });
+    all.push(...out.records);
+    if (out.error !== null) failures.push(`${w.id} (bench/${w.program}) failed: ${out.error}`);
+    else if (!bar) say(`${w.id}: ${out.records.length} measurements in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  }
+  bar?.stop();
+  if (!options.json) {
+    const lines = [report(all)];
+    if (missing.length) lines.push(`Not measured: ${missing.map((w) => `${w.id} (${w.title})`).join(', ')}, whose programs are not in this build.`);
+    console.log(`\n${lines.join('\n\n')}\n`);
+  }
+  if (options.plot !== null) {
+    const series = await writePlot(all, options.plot, `W1 on ${process.platform}-${process.arch}, Node ${process.version}${env.TENSORPROC_BENCH_TORCH ? `, torch ${env.TENSORPROC_BENCH_TORCH}` : ''}${options.quick ? ' (--quick)' : ''}`);
+    say(`plot: ${options.plot} (${series} implementations)`);
+  }
+  for (const f of failures) process.stderr.write(`${f}\n`);
+  return failures.length ? 1 : 0;
+}

@@ -1,17 +1,29 @@
 // W2 (shared/YARDSTICK.md): start N processes that do nothing and wait for all, N = 2 and 4.
-// tensorproc's spawn against a bare child_process.fork of an empty module, side by side in
-// one run, trials interleaved so that machine noise hits both alike. Prints one JSON line per
-// trial and a markdown table of medians and ratios; then how soon join() reports a failure.
+// tensorproc's spawn (and its thread children) against a bare child_process.fork of an empty
+// module and torch.multiprocessing.spawn (bench/anchors/torch-spawn.py, with the first
+// python3 that has torch), side by side in one run, trials interleaved so that machine noise
+// hits all alike; then how soon join() reports a failed child.
 //
-//   node dist/bench/spawn.js [runs=15]
+//   node --expose-gc dist/bench/spawn.js        (or `tensorproc bench --only W2`)
+// Records as NOTE [Bench records]; TENSORPROC_BENCH_QUICK=1 for fewer trials.
 import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, startProcesses } from '../src/index.js';
-import { markdownTable, median } from './lib/stats.js';
+import { anchorPath, findPythons, runJsonLines } from './lib/programs.js';
+import { benchEnv, runWorkload, type Step, type StepRecord } from './lib/workload.js';
 
-const runs = Number(process.argv[2] ?? 15);
+const env = benchEnv();
+const NS = [2, 4];
+const TRIALS = env.quick ? 3 : 10;
+/**
+ * torch's start costs seconds (each child imports torch): fewer trials of it, and --quick
+ * times one cold start of 2 only.
+ */
+const TORCH_TRIALS = env.quick ? 1 : 4;
+const TORCH_NS = env.quick ? [2] : NS;
+
 const dir = mkdtempSync(join(tmpdir(), 'tensorproc-bench-spawn-'));
 const bareModule = join(dir, 'noop.mjs');
 const targetModule = join(dir, 'noop-target.mjs');
@@ -31,62 +43,72 @@ export default function (i, file) {
 
 type Driver = (n: number) => Promise<void>;
 const drivers: Record<string, Driver> = {
-  'child_process.fork': (n) =>
-    Promise.all(
-      Array.from({ length: n }, () => new Promise<void>((resolve) => fork(bareModule).once('exit', () => resolve()))),
-    ).then(() => {}),
   'tensorproc spawn': (n) => spawn({ module: targetModule }, { nprocs: n }),
   'tensorproc thread': (n) => startProcesses({ module: targetModule }, { nprocs: n, startMethod: 'thread' }),
+  'child_process.fork': (n) =>
+    Promise.all(Array.from({ length: n }, () => new Promise<void>((resolve) => fork(bareModule).once('exit', () => resolve())))).then(() => {}),
 };
 
-try {
-  const results: Record<string, Record<number, number[]>> = {};
-  for (const n of [2, 4]) {
-    // One warm-up each: the first start pays for disk caches and the parent's own imports.
-    for (const d of Object.values(drivers)) await d(n);
-    for (let r = 0; r < runs; r++) {
-      for (const [name, d] of Object.entries(drivers)) {
-        const t0 = performance.now();
-        await d(n);
-        const seconds = (performance.now() - t0) / 1000;
-        ((results[name] ??= {})[n] ??= []).push(seconds);
-        console.log(JSON.stringify({ workload: 'W2', impl: name, n, run: r, seconds: +seconds.toFixed(4) }));
-      }
-    }
-  }
-  console.log(`\nW2, seconds to start and join N no-op children (median of ${runs}; ratio to child_process.fork)\n`);
-  const base = results['child_process.fork']!;
-  console.log(markdownTable(
-    ['implementation', 'N=2', 'ratio', 'N=4', 'ratio'],
-    Object.entries(results).map(([name, byN]) => [name, ...[2, 4].flatMap((n) => {
-      const m = median(byN[n]!);
-      return [m.toFixed(3), (m / median(base[n]!)).toFixed(2) + 'x'];
-    })]),
-  ));
-  // Failure latency: from the failing child's last moment to join() seeing the failure (its
-  // exit resolved) and to join() rejecting (after stopping the sibling with SIGTERM).
-  const seen: number[] = [];
-  const rejected: number[] = [];
-  for (let r = 0; r < runs; r++) {
-    for (const startMethod of ['spawn', 'thread'] as const) {
-      const stamp = join(dir, `stamp-${startMethod}-${r}`);
-      const ctx = startProcesses({ module: failModule }, { args: [stamp], nprocs: 2, join: false, startMethod });
-      await ctx.started;
-      const failed = ctx.processes[0]!.exited.then(() => performance.timeOrigin + performance.now());
-      const done = await ctx.join().then(
-        () => NaN,
-        () => performance.timeOrigin + performance.now(),
-      );
-      const exitedAt = Number(readFileSync(stamp, 'utf8'));
-      if (startMethod === 'spawn') {
-        seen.push((await failed) - exitedAt);
-        rejected.push(done - exitedAt);
-      }
-      console.log(JSON.stringify({ workload: 'failure-latency', startMethod, run: r, seenMs: +((await failed) - exitedAt).toFixed(2), rejectedMs: +(done - exitedAt).toFixed(2) }));
-    }
-  }
-  console.log(`\nFailure latency, process children (median of ${runs}): seen ${median(seen).toFixed(1)} ms, join() rejected ${median(rejected).toFixed(1)} ms after the child's exit (target: within 100 ms).`);
-  console.log('\nTarget (issue 3): tensorproc spawn at most 1.3x child_process.fork. torch spawn: 0.95 s (N=2), 2.00 s (N=4).');
-} finally {
-  rmSync(dir, { recursive: true, force: true });
+const w2 = (impl: string, n: number, seconds: number): StepRecord => ({ impl, case: `N=${n}`, count: n, value: +seconds.toFixed(4), unit: 's', better: 'lower' });
+
+async function timed(name: string, n: number): Promise<StepRecord> {
+  const t0 = performance.now();
+  await drivers[name]!(n);
+  return w2(name, n, (performance.now() - t0) / 1000);
 }
+
+/** From the failing child's last moment to join() seeing its exit, and to join() rejecting. */
+async function failureLatency(startMethod: 'spawn' | 'thread', trial: number): Promise<StepRecord[]> {
+  const stamp = join(dir, `stamp-${startMethod}-${trial}`);
+  const ctx = startProcesses({ module: failModule }, { args: [stamp], nprocs: 2, join: false, startMethod });
+  await ctx.started;
+  const seen = ctx.processes[0]!.exited.then(() => performance.timeOrigin + performance.now());
+  const rejected = await ctx.join().then(
+    () => NaN,
+    () => performance.timeOrigin + performance.now(),
+  );
+  const exitedAt = Number(readFileSync(stamp, 'utf8'));
+  const impl = `tensorproc ${startMethod}`;
+  return [
+    { impl, case: 'failure seen by join()', value: +((await seen) - exitedAt).toFixed(2), unit: 'ms after the exit', better: 'lower' },
+    { impl, case: 'join() rejected, sibling stopped', value: +(rejected - exitedAt).toFixed(2), unit: 'ms after the exit', better: 'lower' },
+  ];
+}
+
+function steps(): Step[] {
+  const { torch } = findPythons();
+  const out: Step[] = [];
+  // One warm-up each: the first start pays for disk caches and the parent's own imports.
+  out.push({
+    label: 'warm-up',
+    weight: 1,
+    run: async () => {
+      for (const n of NS) for (const d of Object.values(drivers)) await d(n);
+      return [];
+    },
+  });
+  for (let t = 0; t < TRIALS; t++) {
+    for (const n of NS) for (const name of Object.keys(drivers)) out.push({ label: `${name} N=${n}`, weight: 0.05 * n, run: async () => [await timed(name, n)] });
+  }
+  if (torch) {
+    out.push({
+      label: 'torch spawn',
+      weight: (TORCH_TRIALS + (env.quick ? 0 : 1)) * 2 * TORCH_NS.length + 2,
+      run: async () => {
+        const args = [anchorPath('torch-spawn.py'), String(TORCH_TRIALS), env.quick ? '0' : '1', ...TORCH_NS.map(String)];
+        return (await runJsonLines(torch.path, args)).map((r) => w2('torch spawn', Number(r.n), Number(r.seconds)));
+      },
+    });
+  }
+  for (let t = 0; t < TRIALS; t++) {
+    for (const m of ['spawn', 'thread'] as const) out.push({ label: `failure latency ${m}`, weight: 0.1, run: () => failureLatency(m, t) });
+  }
+  return out;
+}
+
+runWorkload('W2', steps(), env)
+  .catch((e: unknown) => {
+    console.error(e);
+    process.exitCode = 1;
+  })
+  .finally(() => rmSync(dir, { recursive: true, force: true }));

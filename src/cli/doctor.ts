@@ -1,23 +1,50 @@
-// `tensorproc doctor`: what this machine allows, in one report. The addon and everything
-// that needs it are imported here, not statically, so that a missing or broken addon is a
-// failed check in the report instead of a crash before it.
-import { readFileSync, statfsSync } from 'node:fs';
+// `tensorproc doctor`: what this machine allows, in one report. A check fails when something
+// cannot work at all (exit status 1), and warns when it works until a limit the machine sets
+// is reached, saying how to raise it. The addon and everything that needs it are imported
+// here, not statically, so that a missing or broken addon is a failed check in the report
+// instead of a crash before it.
+import { accessSync, constants, existsSync, lstatSync, readFileSync, statfsSync } from 'node:fs';
+import { dirname } from 'node:path';
+// Plain path logic, no addon: the manager's directory is checked whatever the addon does.
+import { checkDir, managerDir } from '../sharing/manager/dir.js';
+
+export type Status = 'ok' | 'warn' | 'fail';
 
 export interface Check {
   name: string;
-  ok: boolean;
+  status: Status;
   detail: string;
 }
 
+/** A failed check's error: fail, or only warn. */
+class Warning extends Error {}
+
 function tryCall(name: string, fn: () => string): Check {
   try {
-    return { name, ok: true, detail: fn() };
+    return { name, status: 'ok', detail: fn() };
   } catch (e) {
-    return { name, ok: false, detail: (e as Error).message };
+    return { name, status: e instanceof Warning ? 'warn' : 'fail', detail: (e as Error).message };
   }
 }
 
+export function formatCheck(c: Check): string {
+  return `${{ ok: 'ok  ', warn: 'WARN', fail: 'FAIL' }[c.status]}  ${c.name.padEnd(26)} ${c.detail}`;
+}
+
 const gib = (n: number) => `${(n / 2 ** 30).toFixed(1)} GiB`;
+const mib = (n: number) => `${Math.round(n / 2 ** 20)} MiB`;
+
+/**
+ * Below this, /dev/shm is a container's (Docker gives 64 MiB): one W4 batch of 32 images is
+ * 18 MiB, and a loader keeps prefetchFactor x numWorkers of them in flight.
+ */
+export const SHM_WARN_BYTES = 2 ** 30;
+/**
+ * Below this open-file limit, descriptors can run out: under file_descriptor each free segment a
+ * process keeps for reuse holds one (up to 1,024, NOTE [Segment recycling]), beside the
+ * received ones it keeps (TENSORPROC_KEEP_FDS), its queues' sockets and its children's pipes.
+ */
+export const NOFILE_WARN = 4096;
 
 /** The checks that need the addon, in report order (the names used below). */
 const ADDON_CHECKS = ['file_descriptor strategy', 'file_system strategy', 'default strategy', 'leftover segments'] as const;
@@ -32,13 +59,13 @@ export async function doctor(): Promise<Check[]> {
     sharing = await import('../sharing/index.js');
     shm = await import('./shm.js');
   } catch (e) {
-    checks.push({ name: 'addon', ok: false, detail: (e as Error).message });
-    for (const name of ADDON_CHECKS) checks.push({ name, ok: false, detail: 'not checked: it needs the addon' });
+    checks.push({ name: 'addon', status: 'fail', detail: (e as Error).message });
+    for (const name of ADDON_CHECKS) checks.push({ name, status: 'fail', detail: 'not checked: it needs the addon' });
     return [...checks, ...machineChecks()];
   }
   const { addon } = native;
   checks.push(
-    { name: 'addon', ok: true, detail: `loaded (${native.addonPath})` },
+    { name: 'addon', status: 'ok', detail: `loaded (${native.addonPath})` },
     tryCall('file_descriptor strategy', () => {
       const fd = addon.memfdCreate('tensorproc-doctor', 4096);
       addon.close(fd);
@@ -68,7 +95,13 @@ function machineChecks(): Check[] {
       const s = statfsSync('/dev/shm');
       const free = s.bavail * s.bsize;
       const total = s.blocks * s.bsize;
-      if (total < 2 ** 30) throw new Error(`only ${gib(total)} (${gib(free)} free): file_system tensors larger than that fail. Docker: --shm-size=8g`);
+      if (total < SHM_WARN_BYTES) {
+        throw new Warning(
+          `only ${mib(total)} (${mib(free)} free), a container's default: file_system tensors beyond that fail (ERR_TP_SHM_FULL). ` +
+            'Docker: docker run --shm-size=8g (compose: shm_size: 8gb; Kubernetes: an emptyDir with medium: Memory at /dev/shm); ' +
+            'or use file_descriptor (the default), whose segments are not in /dev/shm',
+        );
+      }
       return `${gib(total)}, ${gib(free)} free`;
     }),
     tryCall('memory', () => {
@@ -76,12 +109,44 @@ function machineChecks(): Check[] {
       return m ? `${gib(Number(m[1]) * 1024)} available` : 'unknown';
     }),
     tryCall('open-file limit', () => {
+      // Node raises its soft limit to the hard one as it starts, so the soft limit read here is
+      // what every node process gets, and only the hard limit can hold it low.
       const m = /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'latin1'));
       if (!m) return 'unknown';
-      if (m[1] !== 'unlimited' && Number(m[1]) < 1024) {
-        throw new Error(`soft limit ${m[1]} (hard ${m[2]}): raise it with ulimit -n`);
+      const [soft, hard] = [m[1]!, m[2]!];
+      if (soft !== 'unlimited' && Number(soft) < NOFILE_WARN) {
+        throw new Warning(
+          `${soft} (hard ${hard}): under file_descriptor every shared tensor kept or cached holds a descriptor, and ERR_TP_TOO_MANY_FILES comes at the limit. ` +
+            'Raise the hard limit, which node raises its own to: ulimit -Hn 65536 as root, Docker --ulimit nofile=65536:65536, systemd LimitNOFILE=65536, or /etc/security/limits.conf',
+        );
       }
-      return `soft ${m[1]}, hard ${m[2]}`;
+      return `soft ${soft}, hard ${hard}`;
     }),
+    tryCall('manager directory', () => checkManagerDir(managerDir())),
   ];
+}
+
+/**
+ * Where the file_system manager's socket goes (TENSORPROC_MANAGER_DIR, else
+ * $XDG_RUNTIME_DIR/tensorproc, else /tmp/tensorproc-<uid>), checked without creating it:
+ * missing is fine while it can be made at first use; a directory that cannot be made, or
+ * that another user could enter, keeps file_system from starting its manager.
+ */
+function checkManagerDir(dir: string): string {
+  const fix = 'Point TENSORPROC_MANAGER_DIR at a directory of yours (mode 700), or unset an XDG_RUNTIME_DIR that does not exist';
+  if (!existsSync(dir)) {
+    let parent = dirname(dir);
+    while (!existsSync(parent) && parent !== dirname(parent)) parent = dirname(parent);
+    try {
+      if (!lstatSync(parent).isDirectory()) throw new Error(`${parent} is not a directory`);
+      accessSync(parent, constants.W_OK | constants.X_OK);
+    } catch (e) {
+      throw new Warning(`${dir} is missing and cannot be made (${(e as Error).message}): file_system cannot start its manager, so segments of killed processes stay in /dev/shm. ${fix}`);
+    }
+    return `${dir} (missing: made at first use of file_system)`;
+  }
+  // It exists, so checkDir() makes nothing: it only says what is wrong with it.
+  const problem = checkDir(dir);
+  if (problem !== null) throw new Warning(`${problem}: file_system cannot start its manager. ${fix}`);
+  return dir;
 }

@@ -1,38 +1,58 @@
 #!/usr/bin/env node
-// The tensorproc command line: `npx tensorproc <command>`.
-// Commands are imported when run: `doctor` must report a missing addon, not die of it.
-import { spawnSync } from 'node:child_process';
+// The tensorproc command line: `npx tensorproc <command>`, parsed by commander (every
+// command's --help; a bad command, flag or value prints the usage and exits 2).
+// Commands are imported when run: `doctor` must report a missing addon, not die of it, and
+// `--help` needs none of them.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 
-const USAGE = `usage: tensorproc <command>
+/** Usage errors (a bad command, flag or value), as getopt programs exit. */
+const EXIT_USAGE = 2;
 
-  bench [name..]  the yardstick, side by side with the anchors when they are found (alloc,
-                  messages, spawn, queue; all by default), printed as markdown tables
-  doctor          what this machine allows: strategies, /dev/shm, memory, open-file limit, addon
-  shm ls          this user's named segments in /dev/shm, their holders, and which are orphaned
-  shm clean       remove the orphaned ones (every holder dead); --all removes every one of yours
-`;
+const program = new Command('tensorproc')
+  .description('torch.multiprocessing for Node.js: tensors in shared memory across processes and threads')
+  .showHelpAfterError()
+  .exitOverride();
 
-async function main(argv: string[]): Promise<number> {
-  const [cmd, sub, ...rest] = argv;
-  if (cmd === 'bench') {
-    // Each bench runs in a process of its own (bench/run.ts); they ship in dist/bench.
+const bench = program
+  .command('bench')
+  .description('the yardstick (W1-W4 of YARDSTICK.md), side by side with every anchor this machine has (torch, child_process, worker_threads, piscina), then tables of ratios and verdicts')
+  .option('--quick', 'short counts: a smoke run of every workload in about a minute')
+  .option('--json', 'print only the measurements, one JSON object a line (no progress, no tables)')
+  .addOption(new Option('--only <ids>', 'run only these workloads, comma-separated: W1,W2,W3,W4, or alloc, messages, sync').argParser(parseOnly))
+  .option('--plot <file.svg>', "draw W1's messages/s against size, one line per implementation (needs vega and vega-lite)")
+  .addOption(new Option('--runs <n>', 'repeat every measurement n times, interleaved; tables show medians').default(1).argParser(parseRuns))
+  .addHelpText('after', '\nThe anchors run when their interpreter is found: torch with the first python3 on PATH (or\n/usr/bin/python3) that imports it, piscina when it is installed. Each workload runs in a\nprocess of its own; NOTE [Bench records] in bench/lib/record.ts says what --json prints.')
+  .action(async (opts: { quick?: boolean; json?: boolean; only?: string[]; plot?: string; runs: number }) => {
     const runner = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
-    if (!existsSync(runner)) {
-      process.stderr.write(`tensorproc: the benches are not in this installation (looked for ${runner}).\n`);
-      return 1;
+    if (!existsSync(runner)) throw new Error(`the benches are not in this installation (looked for ${runner})`);
+    const { runBench, chooseWorkloads, UnknownWorkloadError } = (await import(runner)) as typeof import('../../bench/run.js');
+    try {
+      chooseWorkloads(opts.only ?? null);
+    } catch (e) {
+      // The runner knows its workloads; a name it does not know is a usage error like any other.
+      if (e instanceof UnknownWorkloadError) bench.error(`error: option '--only <ids>': ${e.message}`, { exitCode: EXIT_USAGE });
+      throw e;
     }
-    const r = spawnSync(process.execPath, [runner, ...argv.slice(1)], { stdio: 'inherit' });
-    return r.status ?? 1;
-  }
-  if (cmd === 'doctor') {
-    const { doctor } = await import('./doctor.js');
+    process.exitCode = await runBench({ quick: opts.quick === true, json: opts.json === true, only: opts.only ?? null, plot: opts.plot ?? null, runs: opts.runs });
+  });
+
+program
+  .command('doctor')
+  .description('what this machine allows: strategies, /dev/shm, memory, open-file limit, manager directory, addon; warnings say how to fix what they find')
+  .action(async () => {
+    const { doctor, formatCheck } = await import('./doctor.js');
     const checks = await doctor();
-    for (const c of checks) console.log(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(26)} ${c.detail}`);
-    return checks.every((c) => c.ok) ? 0 : 1;
-  }
-  if (cmd === 'shm' && sub === 'ls') {
+    for (const c of checks) console.log(formatCheck(c));
+    process.exitCode = checks.some((c) => c.status === 'fail') ? 1 : 0;
+  });
+
+const shm = program.command('shm').description("this user's named (file_system) segments in /dev/shm");
+shm
+  .command('ls')
+  .description('list them, their holders, and which are orphaned (every holder dead)')
+  .action(async () => {
     const { listSegments } = await import('./shm.js');
     const segs = listSegments();
     if (segs.length === 0) console.log('no tensorproc segments in /dev/shm');
@@ -40,23 +60,36 @@ async function main(argv: string[]): Promise<number> {
       const hs = s.holders.map((h) => `${h.pid}${h.alive ? '' : ' (dead)'}×${h.count}`).join(', ') || 'none';
       console.log(`${s.name}  ${s.bytes} B  creator ${s.creatorPid}  refs ${s.refs ?? '?'}  holders ${hs}${s.orphaned ? '  ORPHANED' : ''}`);
     }
-    return 0;
-  }
-  if (cmd === 'shm' && sub === 'clean') {
+  });
+shm
+  .command('clean')
+  .description('remove the orphaned ones')
+  .option('--all', 'remove every one of yours, orphaned or not')
+  .action(async (opts: { all?: boolean }) => {
     const { cleanSegments } = await import('./shm.js');
-    const removed = cleanSegments(rest.includes('--all'));
+    const removed = cleanSegments(opts.all === true);
     console.log(removed.length ? `removed ${removed.length}: ${removed.join(' ')}` : 'nothing to remove');
-    return 0;
-  }
-  process.stderr.write(USAGE);
-  return cmd === undefined || cmd === 'help' || cmd === '--help' ? 0 : 2;
+  });
+
+function parseOnly(value: string): string[] {
+  const ids = value.split(',').map((s) => s.trim()).filter(Boolean);
+  if (ids.length === 0) throw new InvalidArgumentError('name at least one workload: W1,W2,W3,W4, alloc, messages, sync');
+  return ids;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => (process.exitCode = code),
-  (e: Error) => {
-    // A coded error (the addon did not load, for one) is reported as what to do, not as a stack.
-    process.stderr.write(`tensorproc: ${e.message}\n`);
-    process.exitCode = 1;
-  },
-);
+function parseRuns(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 100) throw new InvalidArgumentError('a whole number from 1 to 100');
+  return n;
+}
+
+program.parseAsync(process.argv).catch((e: unknown) => {
+  if (e instanceof CommanderError) {
+    // commander has printed the error and the usage (or the help, asked for: exit 0).
+    process.exitCode = e.exitCode === 0 ? 0 : EXIT_USAGE;
+    return;
+  }
+  // A coded error (the addon did not load, for one) is reported as what to do, not as a stack.
+  process.stderr.write(`tensorproc: ${(e as Error).message}\n`);
+  process.exitCode = 1;
+});

@@ -16,18 +16,19 @@ const run = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], {
 
 test('doctor reports every check', () => {
   const r = run('doctor');
-  for (const name of ['addon', 'file_descriptor strategy', 'file_system strategy', 'default strategy', 'leftover segments', '/dev/shm', 'open-file limit']) {
-    assert.match(r.stdout, new RegExp(`${name.replace('/', '\\/')}`));
+  for (const name of ['node', 'addon', 'file_descriptor strategy', 'file_system strategy', 'default strategy', 'leftover segments', '/dev/shm', 'memory', 'open-file limit', 'manager directory']) {
+    assert.match(r.stdout, new RegExp(`^(ok  |WARN|FAIL)  ${name.replace('/', '\\/')} `, 'm'), name);
   }
   // The exit status and the report agree: 1 with a failed check (this machine may lack one), else 0.
   assert.equal(r.status, /^FAIL/m.test(r.stdout) ? 1 : 0, r.stdout + r.stderr);
 });
 
-test('bench refuses an unknown bench by name, listing those it has', () => {
-  // The benches themselves take minutes (npm run bench); this checks the command reaches them.
-  const r = run('bench', 'nope');
-  assert.equal(r.status, 1);
-  assert.match(r.stderr, /no bench named nope \(have: alloc, messages, spawn, queue\)/);
+test('bench refuses an unknown workload with the usage and a non-zero exit, naming those it has', () => {
+  const r = run('bench', '--only', 'W1,nope');
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /no workload named nope \(have: W1, W2, W3, W4, alloc, messages, sync\)/);
+  assert.match(r.stderr, /Usage: tensorproc bench/);
+  assert.equal(r.stdout, '', 'nothing ran');
 });
 
 test('a missing or broken addon is a failed check and a message, not a crash', () => {
@@ -37,7 +38,8 @@ test('a missing or broken addon is a failed check and a message, not a crash', (
   assert.equal(missing.status, 1);
   assert.match(missing.stdout, /^FAIL\s+addon\s+The tensorproc native addon is not built/m);
   assert.match(missing.stdout, /^FAIL\s+file_descriptor strategy\s+not checked/m);
-  assert.match(missing.stdout, /^(ok|FAIL)\s+open-file limit\s+(soft|unknown)/m, 'the checks that need no addon still run');
+  assert.match(missing.stdout, /^(ok|WARN|FAIL)\s+open-file limit\s+(soft|unknown)/m, 'the checks that need no addon still run');
+  assert.match(missing.stdout, /^(ok|WARN)\s+manager directory\s+\//m);
   assert.doesNotMatch(missing.stderr, /\n\s+at /, 'no stack trace');
   // Not a shared object (a script, even): refused by dlopen, never run.
   const dir = mkdtempSync(join(tmpdir(), 'tensorproc-addon-'));
@@ -78,8 +80,32 @@ test('shm ls shows segments; shm clean removes only those whose users are all de
   }
 });
 
-test('unknown commands print the usage and fail', () => {
-  const r = run('frobnicate');
-  assert.equal(r.status, 2);
-  assert.match(r.stderr, /usage: tensorproc/);
+test('every command has --help, exiting 0 with its usage', () => {
+  for (const args of [['--help'], ['help'], ['bench', '--help'], ['doctor', '--help'], ['shm', '--help'], ['shm', 'ls', '--help'], ['shm', 'clean', '--help'], ['help', 'bench']]) {
+    const r = run(...args);
+    assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
+    const usage = args.filter((a) => a !== '--help' && a !== 'help').join(' ');
+    assert.match(r.stdout, new RegExp(`^Usage: tensorproc${usage ? ` ${usage}` : ''} `, 'm'), args.join(' '));
+  }
+  const bench = run('bench', '--help').stdout;
+  for (const flag of ['--quick', '--json', '--only <ids>', '--plot <file.svg>', '--runs <n>']) assert.ok(bench.includes(flag), flag);
+});
+
+test('a bad command, flag or value prints the usage and exits 2', () => {
+  for (const [args, message] of [
+    [['frobnicate'], /unknown command 'frobnicate'/],
+    [[], /Usage: tensorproc/],
+    [['bench', '--nope'], /unknown option '--nope'/],
+    [['bench', '--runs', 'many'], /option '--runs <n>' argument 'many' is invalid/],
+    [['bench', '--runs', '0'], /a whole number from 1 to 100/],
+    [['bench', '--only'], /option '--only <ids>' argument missing/],
+    [['bench', 'W1'], /too many arguments/],
+    [['doctor', '--all'], /unknown option '--all'/],
+    [['shm', 'rm'], /unknown command 'rm'/],
+  ] as const) {
+    const r = run(...args);
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, message, args.join(' '));
+    assert.match(r.stderr, /Usage: tensorproc/, `${args.join(' ')} shows the usage`);
+  }
 });

@@ -1,0 +1,75 @@
+"""W1 anchor (YARDSTICK.md): torch.multiprocessing Queue, one producer process, one consumer.
+
+Per message the producer makes a fresh float32 tensor of SIZE bytes, writes all of it
+(torch.empty + fill_) and puts it on a bounded Queue (maxsize 64); the consumer gets it,
+reads its first and last element and drops it. Prints one JSON line per size: the
+consumer's seconds from its 2nd message of that size to the last.
+
+    python3 torch-queue.py STRATEGY [--one-pair] SIZE:COUNT [SIZE:COUNT ...]
+
+A fresh pair of processes (start method spawn) for every size, as tensorproc's side of W1
+does; with --one-pair (tensorproc bench --quick) one pair serves every size in turn, since
+starting a pair costs two imports of torch, seconds, more than a short run measures.
+"""
+import json
+import sys
+import time
+
+import torch
+import torch.multiprocessing as mp
+
+MAXSIZE = 64
+
+
+def producer(q, plan, done, strategy):
+    mp.set_sharing_strategy(strategy)
+    for size, count in plan:
+        n = size // 4
+        for i in range(count):
+            t = torch.empty(n, dtype=torch.float32)
+            t.fill_(i)
+            q.put(t)
+            del t
+    # The consumer may still be mapping the last tensors: their producer must outlive them.
+    done.wait()
+
+
+def consumer(q, plan, out, strategy):
+    mp.set_sharing_strategy(strategy)
+    for _, count in plan:
+        x = q.get()
+        s = float(x[0]) + float(x[-1])
+        del x
+        t0 = time.perf_counter()
+        for _ in range(count - 1):
+            x = q.get()
+            s += float(x[0]) + float(x[-1])
+            del x
+        out.put((time.perf_counter() - t0, s))
+
+
+def run(ctx, strategy, plan):
+    q = ctx.Queue(maxsize=MAXSIZE)
+    out = ctx.Queue()
+    done = ctx.Event()
+    c = ctx.Process(target=consumer, args=(q, plan, out, strategy))
+    p = ctx.Process(target=producer, args=(q, plan, done, strategy))
+    c.start()
+    p.start()
+    for size, count in plan:
+        seconds, _ = out.get()
+        print(json.dumps({"impl": "torch " + strategy, "torch": torch.__version__, "bytes": size,
+                          "count": count, "seconds": seconds}), flush=True)
+    done.set()
+    p.join()
+    c.join()
+
+
+if __name__ == "__main__":
+    strategy = sys.argv[1]
+    one_pair = "--one-pair" in sys.argv[2:]
+    plan = [tuple(int(x) for x in a.split(":")) for a in sys.argv[2:] if a != "--one-pair"]
+    mp.set_sharing_strategy(strategy)
+    ctx = mp.get_context("spawn")
+    for part in [plan] if one_pair else [[x] for x in plan]:
+        run(ctx, strategy, part)

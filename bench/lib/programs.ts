@@ -1,0 +1,118 @@
+// The anchor programs (bench/anchors/) and the interpreters that run them: where they are in
+// a checkout and in an installed package, which python3 has torch, and running one to
+// collect the JSON lines it prints.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, realpathSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+/** The package's root: dist/bench/lib/ is three levels below it, in a checkout as installed. */
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+/**
+ * An anchor program by file name: compiled ones (`node-ipc.js`, from bench/anchors/*.ts) are
+ * in dist/bench/anchors, the others (`torch-queue.py`) in bench/anchors; both ship in the
+ * package (package.json `files`).
+ */
+export function anchorPath(name: string): string {
+  for (const dir of [join(ROOT, 'dist/bench/anchors'), join(ROOT, 'bench/anchors')]) {
+    const p = join(dir, name);
+    if (existsSync(p)) return p;
+  }
+  throw new Error(`the anchor program ${name} is not in this installation (looked in ${ROOT}dist/bench/anchors and ${ROOT}bench/anchors)`);
+}
+
+/** Every `python3` on PATH, in order, then Debian's, without duplicates. */
+function pythonCandidates(): string[] {
+  const found = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'python3')), '/usr/bin/python3'];
+  const seen = new Set<string>();
+  return found.filter((p) => {
+    // /bin/python3 is /usr/bin/python3 where /bin is a link; a pyenv shim is a script of its own.
+    if (!existsSync(p)) return false;
+    const real = realpathSync(p);
+    if (seen.has(real)) return false;
+    seen.add(real);
+    return true;
+  });
+}
+
+/** The version a python prints for `code`, or null if it fails (no such module, say). */
+function probe(python: string, code: string): string | null {
+  // A pyenv shim that finds no such version exits non-zero at once; `import torch` takes a
+  // second or two; a minute covers a cold disk.
+  const r = spawnSync(python, ['-c', code], { encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'ignore'] });
+  return r.status === 0 ? r.stdout.trim() : null;
+}
+
+export interface Python {
+  path: string;
+  /** torch.__version__, or null for a python without torch. */
+  torch: string | null;
+}
+
+let cached: { torch: Python | null; any: Python | null } | undefined;
+
+/**
+ * The first python3 that imports torch (YARDSTICK.md: the first python3 on PATH may be a
+ * pyenv one without it, while Debian's python3-torch is in /usr/bin/python3), and the first
+ * that runs at all (for the anchors that need no torch). The runner finds them once and
+ * hands them to its workloads in TENSORPROC_BENCH_PYTHON / TENSORPROC_BENCH_TORCH ('' for
+ * none), so that each workload does not probe again.
+ */
+export function findPythons(): { torch: Python | null; any: Python | null } {
+  if (cached) return cached;
+  const given = process.env.TENSORPROC_BENCH_PYTHON;
+  if (given !== undefined) {
+    const torch = process.env.TENSORPROC_BENCH_TORCH ?? '';
+    cached = { any: given ? { path: given, torch: torch || null } : null, torch: given && torch ? { path: given, torch } : null };
+    return cached;
+  }
+  let any: Python | null = null;
+  let torch: Python | null = null;
+  for (const path of pythonCandidates()) {
+    if (any === null && probe(path, 'import sys; print(sys.version.split()[0])') !== null) any = { path, torch: null };
+    const version = probe(path, 'import torch; print(torch.__version__)');
+    if (version !== null) {
+      torch = { path, torch: version };
+      break;
+    }
+  }
+  cached = { torch, any: torch ?? any };
+  return cached;
+}
+
+/** The environment that hands findPythons()'s answer to a workload program. */
+export function pythonEnv(): Record<string, string> {
+  const { torch, any } = findPythons();
+  const py = torch ?? any;
+  return { TENSORPROC_BENCH_PYTHON: py?.path ?? '', TENSORPROC_BENCH_TORCH: torch?.torch ?? '' };
+}
+
+/**
+ * Runs a program and resolves to the JSON objects it printed, one a line; rejects with its
+ * stderr when it fails. Its stderr is kept, not shown: a library's warnings are not results.
+ */
+export function runJsonLines(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Record<string, unknown>[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const rows: Record<string, unknown>[] = [];
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+      stderr = (stderr + s).slice(-8192);
+    });
+    createInterface({ input: child.stdout! }).on('line', (l) => {
+      if (!l.startsWith('{')) return;
+      try {
+        rows.push(JSON.parse(l) as Record<string, unknown>);
+      } catch {
+        // not a result line
+      }
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (code === 0) resolve(rows);
+      else reject(new Error(`${cmd} ${args.join(' ')} exited with ${signal ?? code}:\n${stderr.trim()}`));
+    });
+  });
+}

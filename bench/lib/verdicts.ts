@@ -1,0 +1,40 @@
+// The bars the yardstick's figures are judged by, so that every table can print each case's
+// verdict beside its figure. W1: issue 14's "How it is judged" (YARDSTICK.md says how W1 is
+// judged per size: against torch at the small sizes, same strategy, and as a share of the
+// fill limit from 16 MiB, where no transport can beat writing the tensor once). W2: issue 3
+// (tensorproc's spawn at most 1.3x the time of a bare child_process.fork).
+
+export interface Bar {
+  workload: string;
+  case: string;
+  /** Which of ours is judged ('tensorproc file_descriptor'); `{strategy}` for each strategy. */
+  impl: string;
+  /** Against whom: an anchor or a limit, `{strategy}` as in impl. */
+  against: string;
+  /** The least "times as fast" (a share, for a limit) that passes. */
+  atLeast: number;
+  /** The bar as a person reads it. */
+  text: string;
+}
+
+const w1 = (bytes: string, against: string, atLeast: number, text: string): Bar => ({ workload: 'W1', case: bytes, impl: 'tensorproc {strategy}', against, atLeast, text });
+
+export const BARS: Bar[] = [
+  w1('1 KiB', 'torch {strategy}', 20, '≥ 20x torch'),
+  w1('64 KiB', 'torch {strategy}', 20, '≥ 20x torch'),
+  w1('1 MiB', 'torch {strategy}', 10, '≥ 10x torch'),
+  w1('16 MiB', 'fill limit', 0.85, '≥ 85% of fill limit'),
+  w1('64 MiB', 'fill limit', 0.85, '≥ 85% of fill limit'),
+  ...['N=2', 'N=4'].map((n): Bar => ({ workload: 'W2', case: n, impl: 'tensorproc spawn', against: 'child_process.fork', atLeast: 1 / 1.3, text: '≤ 1.3x fork' })),
+];
+
+/** The bar for `impl` on one case, with `{strategy}` filled in, if there is one. */
+export function barFor(workload: string, caseName: string, impl: string): { against: string; atLeast: number; text: string } | null {
+  for (const b of BARS) {
+    if (b.workload !== workload || b.case !== caseName) continue;
+    if (b.impl === impl) return b;
+    const strategy = /^tensorproc (\w+)$/.exec(impl)?.[1];
+    if (strategy !== undefined && b.impl === 'tensorproc {strategy}') return { ...b, against: b.against.replace('{strategy}', strategy) };
+  }
+  return null;
+}

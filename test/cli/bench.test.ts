@@ -1,0 +1,95 @@
+// `tensorproc bench` as scripts and people use it: --quick --json prints only records, each
+// with its fields (NOTE [Bench records]), for every workload of the yardstick this build has
+// and every anchor this machine has; --plot draws one series per implementation measured;
+// the tables for a person carry no JSON and no library warnings; a workload whose program is
+// not in the build is reported as not measured while the others run. The figures themselves
+// are not judged here (speed belongs in bench/): these runs are short and the machine shared.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { findPythons } from '../../bench/lib/programs.js';
+import { RECORD_FIELDS, type BenchRecord } from '../../bench/lib/record.js';
+import { WORKLOADS } from '../../bench/run.js';
+import { checkLeaks } from '../helpers/leaks.js';
+
+checkLeaks();
+const cli = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+const benchDir = fileURLToPath(new URL('../../bench/', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'tensorproc-bench-test-'));
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+const SIZES = ['1 KiB', '64 KiB', '1 MiB', '16 MiB', '64 MiB'];
+
+test('bench --quick --json prints only records, each with its fields, and --plot draws one series per implementation', () => {
+  const svg = join(dir, 'w1.svg');
+  const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--json', '--plot', svg], { encoding: 'utf8', timeout: 300_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '', 'nothing but records: no progress, no warnings');
+  const lines = r.stdout.trimEnd().split('\n');
+  const records = lines.map((l) => JSON.parse(l) as BenchRecord);
+  for (const rec of records) {
+    for (const f of RECORD_FIELDS) assert.ok(f in rec, `${f} in ${JSON.stringify(rec)}`);
+    assert.equal(typeof rec.value, 'number');
+    assert.ok(Number.isFinite(rec.value) && rec.value > 0, JSON.stringify(rec));
+    assert.ok(rec.better === 'higher' || rec.better === 'lower');
+    assert.ok(Number.isInteger(rec.run) && rec.run >= 0);
+  }
+  // Every workload of the yardstick whose program this build has, and only those.
+  const built = WORKLOADS.filter((w) => w.yardstick && existsSync(join(benchDir, w.program))).map((w) => w.id);
+  assert.deepEqual([...new Set(records.map((x) => x.workload))].sort(), built.sort());
+
+  // W1: every size for both strategies, the limits and the anchors this machine has.
+  const w1 = records.filter((x) => x.workload === 'W1');
+  const impls = new Set(w1.map((x) => x.impl));
+  const expected = ['tensorproc file_descriptor', 'tensorproc file_system', 'node fork', 'node worker-copy', 'node worker-transfer', 'fill limit'];
+  const { torch, any: python } = findPythons();
+  if (torch) expected.push('torch file_descriptor', 'torch file_system');
+  if (python) expected.push('message limit file_descriptor', 'message limit file_system');
+  assert.deepEqual([...impls].sort(), expected.sort());
+  for (const impl of expected.filter((i) => !i.startsWith('message'))) {
+    assert.deepEqual(w1.filter((x) => x.impl === impl).map((x) => x.case), SIZES, impl);
+  }
+  for (const x of w1) {
+    assert.equal(x.unit, 'msgs/s');
+    assert.equal(typeof x.bytes, 'number');
+    assert.equal(typeof x.count, 'number');
+    assert.equal(typeof x.GB_per_s, 'number');
+  }
+  if (torch) assert.ok(records.some((x) => x.workload === 'W2' && x.impl === 'torch spawn'));
+
+  // The plot: one line per implementation of W1, named in the SVG as in the records.
+  const drawn = [...readFileSync(svg, 'utf8').matchAll(/aria-label="[^"]*?implementation: ([^;"]+);[^"]*" role="graphics-symbol" aria-roledescription="line mark"/g)].map((m) => m[1]!);
+  assert.equal(drawn.length, impls.size, `one series each: ${drawn.join(', ')}`);
+  assert.deepEqual(drawn.sort(), [...impls].sort());
+});
+
+test('bench for a person: tables with ratios and verdicts, no JSON lines, no library warnings', () => {
+  // W2 stops a child with SIGTERM (the failure latency), which tensorproc warns about.
+  const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--only', 'W2'], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^### W2, s \(lower is better; one run\)$/m);
+  assert.match(r.stdout, /^\| N=2 +\| +tensorproc spawn +\| +[\d.]+x \|.*\| ≤ 1\.3x fork \| +(pass|BELOW) \([\d.]+x\) \|$/m);
+  assert.match(r.stdout, /^### W2, ms after the exit/m);
+  for (const out of [r.stdout, r.stderr]) {
+    assert.doesNotMatch(out, /^\{/m, 'no JSON lines');
+    assert.doesNotMatch(out, /Terminating process|Warning|warning/, 'no library warnings');
+  }
+});
+
+test('a workload whose program is not in the build is reported as not measured, and the others run', () => {
+  const runner = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
+  const script = `
+    import { runBench, WORKLOADS } from ${JSON.stringify(runner)};
+    const missing = { id: 'W9', program: 'no-such-workload.js', title: 'a workload still being written', seconds: [1, 1], yardstick: true };
+    const messages = WORKLOADS.find((w) => w.id === 'messages');
+    process.exitCode = await runBench({ quick: true, json: false, only: ['W9', 'messages'], plot: null, runs: 1 }, [missing, messages]);
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /^W9: not measured, bench\/no-such-workload\.ts is not in this build$/m);
+  assert.match(r.stdout, /^Not measured: W9 \(a workload still being written\), whose programs are not in this build\.$/m);
+  assert.match(r.stdout, /^### messages, µs/m, 'the other workload ran');
+});
