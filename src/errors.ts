@@ -122,17 +122,27 @@ export class ProcessExitedException extends ProcessException {
     super(message, errorIndex, pid);
   }
 }
+// A child that cannot load its target reports one of these three (NOTE [Loading the target
+// in the child]); the parent throws it with the child's index (null for a Process) and pid.
 /** A spawn target names a module that cannot be found. */
 export class TargetNotFoundError extends TypeError {
   readonly code = 'ERR_TP_TARGET_NOT_FOUND';
   override name = 'TargetNotFoundError';
+  errorIndex: number | null = null;
+  pid: number | null = null;
 }
 /** A spawn target's module loads but its export is missing or is not a function. */
 export class TargetNotFunctionError extends TypeError {
   readonly code = 'ERR_TP_TARGET_NOT_FUNCTION';
   override name = 'TargetNotFunctionError';
+  errorIndex: number | null = null;
+  pid: number | null = null;
 }
-/** A spawn target names the program's entry module, whose top-level code is still running. */
+/**
+ * A function target imported in this process (a data loader's dataset factory, collate or
+ * workerInit; never a spawn target, which its children import) names the program's entry
+ * module while that module's top-level code still runs: the import would wait for itself.
+ */
 export class TargetIsEntryError extends TypeError {
   readonly code = 'ERR_TP_TARGET_IS_ENTRY';
   override name = 'TargetIsEntryError';
@@ -151,6 +161,8 @@ export class SpawnInBootstrapError extends Error {
 export class TargetLoadError extends Error {
   readonly code = 'ERR_TP_TARGET_LOAD';
   override name = 'TargetLoadError';
+  errorIndex: number | null = null;
+  pid: number | null = null;
 }
 /** A value cannot cross to another process or thread (a function, a symbol, a WeakMap...). `path` says where. */
 export class NotTransferableError extends TypeError {
@@ -277,4 +289,15 @@ export class DataLoaderWorkerExitedError extends Error {
   ) {
     super(message);
   }
+}
+
+// --- Process (Python's multiprocessing.Process) ------------------------------------------
+/**
+ * A Process method called in a state that does not allow it: start() twice, join() before
+ * start(), close() while it runs, anything but close() after close() (Python raises
+ * AssertionError or ValueError for these).
+ */
+export class ProcessStateError extends Error {
+  readonly code = 'ERR_TP_PROCESS_STATE';
+  override name = 'ProcessStateError';
 }

@@ -4,7 +4,7 @@
 // and each of those children would do it again: processes without end. torch refuses a
 // process start while a child is still importing its main module; so does this: a child
 // marks the import of its target (child-run.ts), and startProcesses() refuses to start
-// anything meanwhile (spawn.ts). The mark is per thread, as module state is: a thread child
+// anything meanwhile (spawn.ts, process.ts). The mark is per thread, as module state is: a thread child
 // has its own.
 import { SpawnInBootstrapError } from '../errors.js';
 
@@ -22,6 +22,7 @@ export function checkNotLoading(): void {
     `This child is still importing its target module (${loading}), and that import tried to start processes: ` +
       'code at the top level of the module starts them, and would start them again in every child. ' +
       'Move it into a function, or guard it as a program\'s main code: ' +
-      '`if (process.argv[1] === fileURLToPath(import.meta.url)) main()` (torch: `if __name__ == "__main__"`).',
+      '`if (mp.parentProcess() === null) await main()` (torch: `if __name__ == "__main__"`; ' +
+      '`isMainThread` is true in a process child too).',
   );
 }

@@ -2,7 +2,7 @@
 // See NOTE [Spawn control channel] (messages.ts) and NOTE [No orphans] (process-child.ts).
 import { addon } from '../native/addon.js';
 import { ChannelReader, sendFrames } from './channel-io.js';
-import { CONTROL_FD, toFrames, type ErrorMessage, type StartMessage } from './messages.js';
+import { CONTROL_FD, toFrames, type ErrorMessage, type LoadedMessage, type StartMessage } from './messages.js';
 import { runTarget } from './child-run.js';
 import { PARENT_PID_ENV } from './process-env.js';
 
@@ -39,4 +39,8 @@ const report = (message: ErrorMessage): void => {
     () => process.exit(1),
   );
 };
-await runTarget(start, start.fds.map(inherit), report);
+await runTarget(start, 'spawn', start.fds.map(inherit), {
+  report,
+  // A datagram this small always fits the socket buffer: never EAGAIN, so no poll of its own.
+  onLoaded: () => void addon.send(channel, toFrames({ kind: 'loaded' } satisfies LoadedMessage)[0]!),
+});

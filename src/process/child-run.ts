@@ -1,16 +1,27 @@
-// What every child does once it has its StartMessage, whichever way it was started: load
-// the target, call fn(i, ...args), and turn any failure into one ErrorMessage. Shared by
-// child-process.ts and child-thread.ts; kept small because it runs before the user's code
-// on every start (the W2 yardstick counts it).
+// What every child does once it has its StartMessage, whichever way it was started: load and
+// check its target (NOTE [Loading the target in the child]), decode its arguments, call it,
+// and turn any failure into one ErrorMessage. Shared by child-process.ts and
+// child-thread.ts; kept small because it runs before the user's code on every start (the
+// W2 yardstick counts it).
 import { decodeArgs } from './args.js';
 import { markLoading } from './bootstrap.js';
+import { setIdentity } from './current.js';
 // Imported up front, not lazily on failure: a thread may be terminated at any moment after
 // it failed, and a worker terminated while its module loader has a file open leaks that
 // descriptor (a Node limitation).
 import { errorMessage } from './error-payload.js';
-import type { ErrorMessage, StartMessage } from './messages.js';
+import type { ErrorMessage, StartMessage, StartMethod } from './messages.js';
+import { loadTarget, type Loader } from './target-load.js';
 
-type Loader = (url: string) => Promise<Record<string, unknown>>;
+export interface ChildHooks {
+  /** Sends the first error, then exits with code 1. Called at most once. */
+  report(message: ErrorMessage): void;
+  load?: Loader;
+  /** The arguments are decoded: a thread child has descriptors of its own now (NOTE [Spawn arguments]). */
+  onArgs?(): void;
+  /** Every import of the start is done (arguments and target): fn is called next. */
+  onLoaded?(): void;
+}
 
 /**
  * Runs the target. `report` is called at most once, for the first error: a throw or
@@ -18,42 +29,45 @@ type Loader = (url: string) => Promise<Record<string, unknown>>;
  * (torch forwards only fn's exception, but in Node an error in a callback fn started is
  * just as much the child's failure).
  */
-export async function runTarget(
-  start: StartMessage,
-  fds: number[],
-  report: (message: ErrorMessage) => void,
-  load: Loader = (url) => import(url),
-  onLoaded: () => void = () => {},
-  onArgs: () => void = () => {},
-): Promise<void> {
+export async function runTarget(start: StartMessage, startMethod: StartMethod, fds: number[], hooks: ChildHooks): Promise<void> {
   let reported = false;
-  const fail = (e: unknown): void => {
+  const fail = (e: unknown, load = false): void => {
     if (reported) return;
     reported = true;
-    report(errorMessage(e));
+    hooks.report(errorMessage(e, load));
   };
-  process.on('uncaughtException', fail);
-  process.on('unhandledRejection', fail);
+  process.on('uncaughtException', (e) => fail(e));
+  process.on('unhandledRejection', (e) => fail(e));
+  setIdentity(start.identity, startMethod); // NOTE [Process identity]: before the target's top-level code
   try {
-    let ns: Record<string, unknown>;
+    let fn: ((...a: unknown[]) => unknown) | null = null;
+    let loadError: unknown = null;
     markLoading(start.module); // NOTE [Starting processes while loading]
     try {
-      ns = await load(start.module);
+      fn = await loadTarget(start.module, start.exportName, start.base, hooks.load ?? ((url) => import(url)), start.index);
+    } catch (e) {
+      loadError = e;
     } finally {
       markLoading(null);
     }
-    const fn = ns[start.exportName];
-    if (typeof fn !== 'function') throw new TypeError(`${start.module} export '${start.exportName}' is not a function in the child`);
-    let args: unknown[];
+    // After the target: its module may register what the arguments need to be rebuilt (as
+    // pickle imports a class's module). Decoded even when the target failed, so that this
+    // child holds, and lets go of at its exit, the references they carried.
+    let args: unknown[] = [];
     try {
       args = await decodeArgs(start.args, fds); // may import the transport
+    } catch (e) {
+      if (fn) throw e;
     } finally {
-      onArgs(); // a thread child has its own descriptors now (NOTE [Spawn arguments])
+      hooks.onArgs?.();
     }
-    onLoaded(); // every import of the start is done: stopping the thread now cuts none short
-    await fn(start.index, ...args);
+    if (!fn) {
+      fail(loadError, true);
+      return;
+    }
+    hooks.onLoaded?.(); // stopping a thread now cuts no import short
+    await (start.index === null ? fn(...args) : fn(start.index, ...args));
   } catch (e) {
     fail(e);
   }
 }
-

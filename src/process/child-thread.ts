@@ -1,11 +1,16 @@
 // Entry point of a thread child (startMethod 'thread'), run as a Worker. The StartMessage
 // is the workerData; the ErrorMessage goes back on parentPort, delivered before 'exit'.
 import { parentPort, workerData } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import { runTarget } from './child-run.js';
 import { stopRunningChildren } from './child-handle.js';
 import { EXIT_OWN, EXIT_STOPPED, STOP_EXIT_CODE, type ThreadStartMessage, type StopMessage } from './messages.js';
 
 const start = workerData as ThreadStartMessage;
+// A worker's process.argv[1] is its parent's entry script: a program guarded by
+// `process.argv[1] === fileURLToPath(import.meta.url)` would run its main code again here.
+// As in a process child, argv[1] is the bootstrap.
+process.argv.splice(1, Infinity, fileURLToPath(import.meta.url));
 // How this thread ended, for its parent: on its own unless the stop below says otherwise.
 process.on('exit', () => void Atomics.compareExchange(start.exitState, 0, 0, EXIT_OWN));
 
@@ -38,15 +43,13 @@ async function load(url: string): Promise<Record<string, unknown>> {
   }
 }
 
-await runTarget(
-  start,
-  start.fds,
-  (message) => {
+await runTarget(start, 'thread', start.fds, {
+  report: (message) => {
     // Stopping, the thread stopped its own children: what failed from that is not its error.
     if (Atomics.load(start.exitState, 0) !== EXIT_STOPPED) parentPort!.postMessage(message);
     process.exit(1);
   },
   load,
-  () => parentPort!.postMessage({ kind: 'loaded' }),
-  () => parentPort!.postMessage({ kind: 'args' }),
-);
+  onLoaded: () => parentPort!.postMessage({ kind: 'loaded' }),
+  onArgs: () => parentPort!.postMessage({ kind: 'args' }),
+});

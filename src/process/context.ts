@@ -4,10 +4,9 @@
 // Everything is event-driven: each child's exit wakes the waiters at once, so a failure is
 // seen in the same turn of the event loop as the exit that caused it; timers exist only for
 // `timeout` and the grace periods.
-import { InvalidArgumentError, ProcessExitedException, ProcessRaisedException, type ProcessException } from '../errors.js';
+import { InvalidArgumentError, ProcessExitedException, ProcessRaisedException } from '../errors.js';
 import type { ChildHandle, SpawnedProcess } from './child-handle.js';
-import { rebuildError } from './error-payload.js';
-import { settledWithin } from './settled-within.js';
+import { describe } from './options.js';
 
 export interface JoinOptions {
   /** Milliseconds to wait before giving up and returning false. Default: wait as long as it takes. */
@@ -26,34 +25,38 @@ export class ProcessContext {
   readonly #waiters = new Set<() => void>();
   #failed: ChildHandle | null = null;
   #stopping: Promise<void> | null = null;
-  #error: ProcessException | null = null;
+  #error: Error | null = null;
   #daemon: boolean;
-  #started: Promise<void> = Promise.resolve();
+  #started: Promise<void> | null = null;
+  #loaded: Promise<void> | null = null;
 
-  /** @internal Built by startProcesses(). */
+  /** @internal Built by startProcesses(), which adds the children once started. */
   constructor(children: ChildHandle[], daemon: boolean) {
     this.#children = children;
     this.#daemon = daemon;
   }
 
-  /** @internal The start of the children (target checked, then each child started). */
-  setStarted(started: Promise<void>): void {
-    this.#started = started;
-    // A bad target is reported by join() and `started`; never as an unhandled rejection.
-    started.catch(() => {});
+  /**
+   * Resolves once every child runs (they were all started before startProcesses()
+   * returned, and pids() lists them); rejects with the coded error of a child that could
+   * not be started (the OS reports some of those only later: EAGAIN, the process limit).
+   */
+  get started(): Promise<void> {
+    return (this.#started ??= all(this.#children.map((c) => c.started)));
   }
 
   /**
-   * Resolves once every child has started (pids() then lists them all); rejects with the
-   * error that kept them from starting (a bad target), in which case none was started.
+   * Resolves once every child has loaded its target and is calling it (or has exited
+   * first); rejects with the coded error of the first that could not load it (a
+   * TargetNotFoundError, TargetNotFunctionError or TargetLoadError; join() throws it too).
    */
-  get started(): Promise<void> {
-    return this.#started;
+  get loaded(): Promise<void> {
+    return (this.#loaded ??= all(this.#children.map((c) => c.loaded)));
   }
 
   /** The children, in index order. */
   get processes(): readonly SpawnedProcess[] {
-    return this.#children;
+    return this.#children as SpawnedProcess[]; // a context's children all have an index
   }
 
   /** OS pids of process children; threadIds of thread children. */
@@ -72,32 +75,23 @@ export class ProcessContext {
   /**
    * Waits until every child exited with 0 (true), `timeout` passed (false), or one failed:
    * then the others are stopped (see JoinOptions.gracePeriod), nothing is left alive, and
-   * the failure is thrown as ProcessRaisedException or ProcessExitedException. Calling it
-   * again after it returned true returns true; after it threw, throws the same error.
+   * the failure is thrown as ProcessRaisedException or ProcessExitedException, or as the
+   * coded error of a child that could not load its target or be started. Calling it again
+   * after it returned true returns true; after it threw, throws the same error. A number
+   * is taken as the timeout, as torch's join(timeout) takes it.
    */
-  async join(options: JoinOptions = {}): Promise<boolean> {
-    const timeout = checkMs(options.timeout, 'timeout');
-    const gracePeriod = checkMs(options.gracePeriod, 'gracePeriod');
-    const deadline = timeout === null ? null : performance.now() + timeout;
-    // The start (the target module's import) counts against the timeout too.
-    if (!(await this.#startedWithin(timeout))) return false;
-    if (this.#error) throw this.#error;
+  async join(options: JoinOptions | number | null = {}): Promise<boolean> {
+    const o = joinOptions(options);
+    const timeout = checkMs(o.timeout, 'timeout');
+    const gracePeriod = checkMs(o.gracePeriod, 'gracePeriod');
     const done = (): boolean => this.#failed !== null || this.#allExited();
-    const left = deadline === null ? null : Math.max(0, deadline - performance.now());
-    if (!done() && !(await this.#waitUntil(done, left))) return false;
+    if (!done() && !(await this.#waitUntil(done, timeout))) return false;
     const failed = this.#failed;
     if (failed === null) return true;
     this.#stopping ??= this.#stopOthers(gracePeriod);
     await this.#stopping;
     this.#error ??= exceptionFor(failed);
     throw this.#error;
-  }
-
-  /** Whether the start settled within `ms` (null: no limit); a failed start throws its error. */
-  async #startedWithin(ms: number | null): Promise<boolean> {
-    if (ms !== null) return settledWithin(this.#started, ms);
-    await this.#started;
-    return true;
   }
 
   #allExited(): boolean {
@@ -147,15 +141,26 @@ export class ProcessContext {
   }
 }
 
+/** Promise.all, for nothing but the wait: never an unhandled rejection (join() reports the same). */
+function all(ps: Promise<void>[]): Promise<void> {
+  const p = Promise.all(ps).then(() => {});
+  p.catch(() => {});
+  return p;
+}
+
 /** torch's name for ProcessContext (renamed in torch 1.4); the very same class here. */
 export const SpawnContext = ProcessContext;
 export type SpawnContext = ProcessContext;
 
-/** How `child` failed, as torch reports it; `i` is the index it is named by (a worker set's worker id). */
-export function exceptionFor(child: ChildHandle, i = child.index): ProcessException {
+/**
+ * How `child` failed, as torch reports it (or the coded error of a child that could not
+ * load its target or be started); `i` is the index it is named by (a worker set's worker id).
+ */
+export function exceptionFor(child: ChildHandle, i = child.index ?? 0): Error {
+  if (child.startError || child.error?.load) return child.failure(i)!;
   if (child.error) {
     const message = `\n\n-- Process ${i} terminated with the following error:\n${child.error.trace}`;
-    return new ProcessRaisedException(message, i, child.pid, { cause: rebuildError(child.error.error) });
+    return new ProcessRaisedException(message, i, child.pid, { cause: child.failure(i)! });
   }
   const code = child.exitCode ?? 0;
   if (child.signalName) {
@@ -173,6 +178,20 @@ function warn(message: string): void {
 /** A grace period as #waitUntil() takes it: null for no limit (Infinity). */
 function timerMs(grace: number): number | null {
   return grace === Infinity ? null : grace;
+}
+
+function joinOptions(options: JoinOptions | number | null | undefined): JoinOptions {
+  if (options === undefined || options === null) return {};
+  if (typeof options === 'number') return { timeout: options };
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new InvalidArgumentError(`join() takes { timeout?, gracePeriod? } or a timeout in milliseconds (got ${describe(options)}).`);
+  }
+  for (const key of Object.keys(options)) {
+    if (key !== 'timeout' && key !== 'gracePeriod') {
+      throw new InvalidArgumentError(`join() has no option '${key}'. Its options: timeout, gracePeriod (milliseconds).`);
+    }
+  }
+  return options;
 }
 
 /**

@@ -3,6 +3,7 @@
 // cause chain. torch sends `traceback.format_exc()`; our `trace` is its counterpart: the
 // stack, then "Caused by: " and each cause's stack, as Java and Python print chains.
 import { inspect } from 'node:util';
+import { TargetLoadError, TargetNotFoundError, TargetNotFunctionError } from '../errors.js';
 import type { ErrorMessage, SerializedError } from './messages.js';
 
 const MAX_CAUSES = 16; // a cause cycle must not loop forever
@@ -52,8 +53,29 @@ export function rebuildError(s: SerializedError): Error {
   return e;
 }
 
-/** The ErrorMessage that reports `e` to the parent. */
-export function errorMessage(e: unknown): ErrorMessage {
+/** The ErrorMessage that reports `e` to the parent; `load`: the child could not load its target. */
+export function errorMessage(e: unknown, load = false): ErrorMessage {
   const error = serializeError(e);
-  return { kind: 'error', error, trace: formatTrace(error) };
+  return { kind: 'error', load, error, trace: formatTrace(error) };
+}
+
+type TargetError = TargetNotFoundError | TargetNotFunctionError | TargetLoadError;
+const TARGET_ERRORS: Record<string, new (message: string, options?: ErrorOptions) => TargetError> = {
+  ERR_TP_TARGET_NOT_FOUND: TargetNotFoundError,
+  ERR_TP_TARGET_NOT_FUNCTION: TargetNotFunctionError,
+  ERR_TP_TARGET_LOAD: TargetLoadError,
+};
+
+/**
+ * The error of a child that could not load its target (NOTE [Loading the target in the
+ * child]), as its own class in this process, saying which child it was. `index` is null
+ * for a Process.
+ */
+export function targetError(s: SerializedError, index: number | null, pid: number): TargetError {
+  const Class = TARGET_ERRORS[String(s.fields.code)] ?? TargetLoadError;
+  const who = index === null ? `The process (pid ${pid})` : `Process ${index} (pid ${pid})`;
+  const e = new Class(`${who} could not load its target: ${s.message}`, s.cause ? { cause: rebuildError(s.cause) } : undefined);
+  e.errorIndex = index;
+  e.pid = pid;
+  return e;
 }

@@ -4,11 +4,13 @@
 // NOTE [Spawn control channel]
 // A process child gets one end of an AF_UNIX SOCK_SEQPACKET socketpair as stdio slot 3. The
 // parent writes the StartMessage into its end *before* starting the child, so the child
-// finds it waiting and needs no round trip. The child answers at most once, with an
-// ErrorMessage, and then exits with code 1: a one-shot channel, like torch's error file but
-// with no file to clean up. End of stream on the child side means the parent died (the
+// finds it waiting and needs no round trip. The child answers at most once with an
+// ErrorMessage, and then exits with code 1: like torch's error file but with no file to
+// clean up. End of stream on the child side means the parent died (the
 // child then exits, see child.ts); the parent learns of exits from the 'exit' event and
 // drains the channel first, so an error sent just before exiting is never missed.
+// Before that it says once that it has loaded its target (LoadedMessage), which is how
+// ctx.started learns of it; a datagram that small always fits the socket buffer.
 // A thread child gets the same StartMessage as workerData and answers on its parentPort;
 // Node delivers a worker's last messages before its 'exit' event.
 // SEQPACKET keeps message boundaries but caps one datagram near the socket buffer size, so a
@@ -18,19 +20,37 @@ import { serialize, deserialize } from 'node:v8';
 
 export type StartMethod = 'spawn' | 'thread';
 
+/** Who a child is, for currentProcess() and parentProcess() in it (NOTE [Process identity], current.ts). */
+export interface Identity {
+  /** 'Process-1', 'Process-1:2' for the second child of Process-1, or the name a Process was given. */
+  name: string;
+  /** Python's _identity: the parent's, plus this child's number among the parent's children. */
+  identity: number[];
+  daemon: boolean;
+  /** The parent as its own currentProcess() shows it. */
+  parent: { name: string; pid: number; daemon: boolean; startMethod: StartMethod | null };
+}
+
 /** Parent -> child, once, at start. */
 export interface StartMessage {
   kind: 'start';
-  index: number;
-  /** A file: URL, resolved by the parent. */
+  /** fn(index, ...args) for spawn()/startProcesses(); null for a Process: fn(...args). */
+  index: number | null;
+  /**
+   * A file: URL, or a package specifier that the child resolves from `base`. The child
+   * imports and checks it (NOTE [Loading the target in the child], target-load.ts).
+   */
   module: string;
   exportName: string;
+  /** The parent's working directory when it started the child: where a package specifier is resolved from. */
+  base: string;
   /** encodeArgs(args).bytes, see NOTE [Spawn arguments]. */
   args: Uint8Array;
   /** Descriptors that came with the arguments: slots in a process child, the parent's own in a thread. */
   fds: number[];
   /** A module to import before the target so that a thread runs under the parent's TypeScript loader. */
   preload: string | null;
+  identity: Identity;
 }
 
 /** An error thrown in a child, flattened so that any error (or thrown non-error) can travel. */
@@ -46,12 +66,14 @@ export interface SerializedError {
 /** Child -> parent, at most once, just before the child exits with code 1. */
 export interface ErrorMessage {
   kind: 'error';
+  /** true: the child could not load its target (a TargetNotFoundError, TargetNotFunctionError or TargetLoadError). */
+  load: boolean;
   error: SerializedError;
   /** The text torch's traceback stands for: the stack, then each cause's stack. */
   trace: string;
 }
 
-/** Thread child -> parent: the target module has loaded (see ThreadChild.kill). */
+/** Child -> parent: its arguments are decoded and its target is loaded; fn is called next (ChildHandle.started; ThreadChild.kill). */
 export interface LoadedMessage {
   kind: 'loaded';
 }

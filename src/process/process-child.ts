@@ -10,11 +10,11 @@
 // are unref'd here so they never keep the parent alive; they die with it by the same means.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { addon } from '../native/index.js';
+import { addon, systemError } from '../native/index.js';
 import { ChannelReader, sendFrames } from './channel-io.js';
 import { ChildHandle } from './child-handle.js';
+import { channelPair } from './descriptors.js';
 import { toFrames, type ChildMessage, type StartMessage } from './messages.js';
-import { PARENT_PID_ENV } from './process-env.js';
 
 export class ProcessChild extends ChildHandle {
   readonly startMethod = 'spawn' as const;
@@ -22,11 +22,11 @@ export class ProcessChild extends ChildHandle {
 
   constructor(
     start: StartMessage,
-    options: { entry: URL; execArgv: string[]; daemon: boolean; argFds: number[] },
+    options: { entry: URL; execArgv: string[]; daemon: boolean; argFds: number[]; env: NodeJS.ProcessEnv },
     onExit: (child: ChildHandle) => void,
   ) {
-    super(start.index, onExit);
-    const [parentEnd, childEnd] = addon.socketpair();
+    super(start.index, start.identity.name, onExit);
+    const [parentEnd, childEnd] = channelPair(`starting process ${start.identity.name}`);
     let child: ChildProcess;
     let sent: Promise<void> = Promise.resolve();
     let reader: ChannelReader<ChildMessage> | null = null;
@@ -44,12 +44,13 @@ export class ProcessChild extends ChildHandle {
         // stdin is /dev/null, as Python's multiprocessing does: children must not compete
         // with the parent for its input. stdout and stderr are shared.
         stdio: ['ignore', 'inherit', 'inherit', childEnd, ...options.argFds],
-        env: { ...process.env, [PARENT_PID_ENV]: String(process.pid) },
+        env: options.env,
       });
       const r = new ChannelReader<ChildMessage>(
         parentEnd,
         (m) => {
           if (m.kind === 'error') this.error ??= m;
+          else if (m.kind === 'loaded') this.targetLoaded();
         },
         () => {},
       );
@@ -65,9 +66,12 @@ export class ProcessChild extends ChildHandle {
         release();
         this.finish(code, signal);
       });
-      child.once('error', () => {
-        // The process could not be started (EAGAIN, ENOMEM): report it as a failed child.
+      child.once('spawn', () => this.running());
+      child.once('error', (e) => {
+        // The process could not be started (EAGAIN: the process limit; ENOENT): a failed
+        // child, which join() reports with this error.
         if (child.pid === undefined) {
+          this.startError = systemError(e, `starting process ${start.identity.name}`);
           release();
           this.finish(127, null);
         }
@@ -82,6 +86,7 @@ export class ProcessChild extends ChildHandle {
     if (options.daemon) child.unref();
   }
 
+  /** The OS pid; -1 for a process that could not be started. */
   get pid(): number {
     return this.#child.pid ?? -1;
   }
@@ -95,3 +100,4 @@ export class ProcessChild extends ChildHandle {
     else this.#child.unref();
   }
 }
+

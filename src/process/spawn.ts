@@ -1,24 +1,22 @@
 // spawn() and startProcesses(): check everything, then start nprocs children that each run
 // fn(i, ...args), and either join them or hand back their ProcessContext.
 import { InvalidArgumentError } from '../errors.js';
-import { CHILD_FD_BASE, type EncodedArgs } from './args.js';
 import { encodeArgs } from './args-encode.js';
 import { checkNotLoading } from './bootstrap.js';
 import type { ChildHandle } from './child-handle.js';
+import { startChildren } from './child-start.js';
 import { ProcessContext } from './context.js';
-import { childExecArgv, loaderApiForThreads } from './exec-argv.js';
-import type { StartMessage, StartMethod } from './messages.js';
-import { ProcessChild } from './process-child.js';
-import { resolveTarget, type Target } from './target.js';
-import { ThreadChild } from './thread-child.js';
-import { isMainThread } from 'node:worker_threads';
+import { nextIdentity } from './current.js';
+import type { StartMethod } from './messages.js';
+import { checkOptions, checkStartMethod } from './options.js';
+import { checkTarget, type Target } from './target.js';
 
 export interface SpawnOptions {
   /** Passed after the index: fn(i, ...args). Structured-clonable values and tensorproc objects. */
   args?: readonly unknown[];
   /** How many children, a positive integer. Default 1. */
   nprocs?: number;
-  /** true (default): resolve when all exited 0, reject with the first failure. false: resolve to the ProcessContext once started. */
+  /** true (default): resolve when all exited 0, reject with the first failure. false: the ProcessContext, at once. */
   join?: boolean;
   /** true: the children never keep this process alive (they still die with it). Default false. */
   daemon?: boolean;
@@ -29,36 +27,49 @@ export interface StartProcessesOptions extends SpawnOptions {
   startMethod?: StartMethod;
 }
 
-const ENTRIES: Record<StartMethod, string> = { spawn: 'child-process', thread: 'child-thread' };
-// The bootstrap files sit beside this one, compiled (.js) or, under a TypeScript loader, not (.ts).
-const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
+const SPAWN_OPTIONS = ['args', 'nprocs', 'join', 'daemon'] as const;
+const START_OPTIONS = [...SPAWN_OPTIONS, 'startMethod'] as const;
 
 /** Starts nprocs children running `target`. See startProcesses; the start method is always 'spawn'. */
 export function spawn(target: Target, options: SpawnOptions & { join: false }): ProcessContext;
 export function spawn(target: Target, options?: SpawnOptions & { join?: true }): Promise<void>;
 export function spawn(target: Target, options?: SpawnOptions): Promise<void> | ProcessContext;
-export function spawn(target: Target, options: SpawnOptions = {}): Promise<void> | ProcessContext {
-  return startProcesses(target, { ...options, startMethod: 'spawn' });
+export function spawn(target: Target, options?: SpawnOptions): Promise<void> | ProcessContext {
+  return run(target, options, 'spawn', SPAWN_OPTIONS, 'spawn()');
 }
 
 /**
  * Starts nprocs children, each running `await fn(i, ...args)`.
  *
- * `join: true` (default): a Promise that resolves when all exited 0 and rejects with the first
- * failure. `join: false`: the ProcessContext at once, as torch returns it. The children start
- * as soon as the target module has been loaded and checked (an import, hence not synchronous):
- * `await ctx.started` for their pids; a bad target rejects `ctx.started` and `ctx.join()`, and
- * then no child was started. Checks that need no import (nprocs, startMethod, args that cannot
- * travel) throw synchronously with `join: false` and reject the Promise with `join: true`.
+ * The children are started before this returns (ctx.pids() lists them); each imports and
+ * checks the target itself (NOTE [Loading the target in the child]). `join: true`
+ * (default): a Promise that resolves when all exited 0 and rejects with the first failure.
+ * `join: false`: the ProcessContext. A child that cannot load its target fails with a
+ * TargetNotFoundError, TargetNotFunctionError or TargetLoadError (its `errorIndex` and
+ * `pid` say which child), thrown by join() and `ctx.started`. Bad options are thrown
+ * synchronously with `join: false` and reject the Promise with `join: true`; either way no
+ * child was started.
  */
 export function startProcesses(target: Target, options: StartProcessesOptions & { join: false }): ProcessContext;
 export function startProcesses(target: Target, options?: StartProcessesOptions & { join?: true }): Promise<void>;
 export function startProcesses(target: Target, options?: StartProcessesOptions): Promise<void> | ProcessContext;
-export function startProcesses(target: Target, options: StartProcessesOptions = {}): Promise<void> | ProcessContext {
-  const { join = true } = options;
+export function startProcesses(target: Target, options?: StartProcessesOptions): Promise<void> | ProcessContext {
+  return run(target, options, undefined, START_OPTIONS, 'startProcesses()');
+}
+
+function run(
+  target: Target,
+  options: StartProcessesOptions | undefined,
+  startMethod: StartMethod | undefined,
+  known: readonly string[],
+  what: string,
+): Promise<void> | ProcessContext {
+  // Read before any check, so that a caller who asked for the context gets the error thrown.
+  const join = !(typeof options === 'object' && options !== null && options.join === false);
   let context: ProcessContext;
   try {
-    context = createContext(target, options);
+    const o = checkOptions<StartProcessesOptions>(options, known, what);
+    context = createContext(target, o, startMethod ?? checkStartMethod(o.startMethod));
   } catch (e) {
     if (!join) throw e;
     return Promise.reject(e);
@@ -69,83 +80,18 @@ export function startProcesses(target: Target, options: StartProcessesOptions = 
   })();
 }
 
-function createContext(target: Target, options: StartProcessesOptions): ProcessContext {
+function createContext(target: Target, options: StartProcessesOptions, startMethod: StartMethod): ProcessContext {
   checkNotLoading();
-  const { args = [], nprocs = 1, daemon = false, startMethod = 'spawn' } = options;
+  const { args = [], nprocs = 1, daemon = false } = options;
   if (!Number.isInteger(nprocs) || nprocs < 1) {
     throw new InvalidArgumentError(`nprocs must be a positive integer (got ${String(nprocs)}).`);
   }
-  if (startMethod !== 'spawn' && startMethod !== 'thread') {
-    throw new InvalidArgumentError(`startMethod must be 'spawn' or 'thread' (got ${String(startMethod)}).`);
-  }
   if (!Array.isArray(args)) throw new InvalidArgumentError('args must be an array: fn is called as fn(i, ...args).');
+  const spec = checkTarget(target);
   const encoded = encodeArgs(args, nprocs);
   const children: ChildHandle[] = [];
   const context = new ProcessContext(children, daemon);
-  context.setStarted(launch(target, context, children, { nprocs, daemon, startMethod, encoded }));
+  const plans = Array.from({ length: nprocs }, (_, index) => ({ index, identity: nextIdentity(daemon) }));
+  children.push(...startChildren(spec, encoded, { startMethod, daemon }, plans, (c) => context.onExit(c)));
   return context;
-}
-
-async function launch(
-  target: Target, context: ProcessContext, children: ChildHandle[],
-  opts: { nprocs: number; daemon: boolean; startMethod: StartMethod; encoded: EncodedArgs },
-): Promise<void> {
-  const { nprocs, daemon, startMethod, encoded } = opts;
-  const entry = new URL(`./${ENTRIES[startMethod]}${EXT}`, import.meta.url);
-  const onExit = (c: ChildHandle): void => context.onExit(c);
-  try {
-    const { url, exportName } = await resolveTarget(target); // a bad target: no child, below
-    const execArgv = startMethod === 'spawn' ? childExecArgv() : [];
-    const preload = startMethod === 'thread' ? loaderApiForThreads() : null;
-    for (let index = 0; index < nprocs; index++) {
-      const start: StartMessage = {
-        kind: 'start',
-        index,
-        module: url,
-        exportName,
-        args: encoded.bytes,
-        // See NOTE [Spawn arguments]: slots in a process child, the same numbers in a thread.
-        fds: startMethod === 'spawn' ? encoded.fds.map((_, k) => CHILD_FD_BASE + k) : encoded.fds,
-        preload,
-      };
-      const child = startMethod === 'spawn'
-        ? new ProcessChild(start, { entry, execArgv, daemon, argFds: encoded.fds }, onExit)
-        : new ThreadChild(start, { entry, daemon }, onExit);
-      children.push(child);
-      child.markRunning();
-    }
-  } catch (e) {
-    // A bad target, or could not start them all (out of descriptors, say): leave nothing
-    // running. With none started, every copy's reference is taken back. Known gap: when some had started, the
-    // references of the copies that never started (and of killed children that had not yet
-    // adopted theirs) stay counted; a memfd's segment then never recycles, and a named one
-    // is left to the manager's grace rule (NOTE [The file_system manager]).
-    if (children.length === 0) encoded.abandon();
-    for (const c of children) c.kill('SIGKILL');
-    await Promise.all(children.map((c) => c.exited));
-    encoded.release();
-    throw e;
-  }
-  // NOTE [Spawn arguments]: a process child has its descriptors once started; a thread
-  // child duplicates the numbers when it decodes them, and says so.
-  if (startMethod === 'spawn') {
-    encoded.release();
-  } else {
-    pendingArgs.add(encoded);
-    void Promise.all(children.map((c) => (c as ThreadChild).argsTaken)).then(() => {
-      pendingArgs.delete(encoded);
-      encoded.release();
-    });
-  }
-}
-
-// Argument descriptors held for thread children still decoding. Threads share the process's
-// descriptor table: a worker thread that spawned them and exits first closes them itself.
-// A thread stopped by a signal exits through process.exit() too (NOTE [Stopping a thread
-// child]); one ended by SIGKILL, or by terminate() while it ran a synchronous loop, cannot.
-const pendingArgs = new Set<EncodedArgs>();
-if (!isMainThread) {
-  process.on('exit', () => {
-    for (const encoded of pendingArgs) encoded.release();
-  });
 }

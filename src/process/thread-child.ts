@@ -12,6 +12,8 @@
 // (a synchronous loop) is terminated STOP_GRACE_MS later, and SIGKILL terminates at once:
 // like a SIGKILLed process it then cleans up nothing, and what it held stays open.
 import { Worker } from 'node:worker_threads';
+import { systemError } from '../native/index.js';
+import { checkDescriptors, workerStartError } from './descriptors.js';
 import { ChildHandle } from './child-handle.js';
 import { errorMessage } from './error-payload.js';
 import { EXIT_STOPPED, type ChildMessage, type StartMessage, type StopMessage, type ThreadStartMessage } from './messages.js';
@@ -49,15 +51,23 @@ export class ThreadChild extends ChildHandle {
 
   constructor(
     start: StartMessage,
-    options: { entry: URL; daemon: boolean },
+    options: { entry: URL; daemon: boolean; env: NodeJS.ProcessEnv },
     onExit: (child: ChildHandle) => void,
   ) {
-    super(start.index, onExit);
+    super(start.index, start.identity.name, onExit);
     const exitState = new Int32Array(new SharedArrayBuffer(4));
     const workerData: ThreadStartMessage = { ...start, exitState };
-    const worker = options.entry.pathname.endsWith('.ts')
-      ? new Worker(TS_ENTRY_STUB, { eval: true, argv: [options.entry.href], workerData })
-      : new Worker(options.entry, { workerData });
+    const { env } = options;
+    const what = `starting thread ${start.identity.name}`;
+    checkDescriptors(2, what);
+    let worker: Worker;
+    try {
+      worker = options.entry.pathname.endsWith('.ts')
+        ? new Worker(TS_ENTRY_STUB, { eval: true, argv: [options.entry.href], workerData, env })
+        : new Worker(options.entry, { workerData, env });
+    } catch (e) {
+      throw workerStartError(e, what);
+    }
     this.#worker = worker;
     this.pid = worker.threadId;
     worker.on('message', (m: ChildMessage) => {
@@ -65,21 +75,28 @@ export class ThreadChild extends ChildHandle {
       if (m?.kind === 'args') this.#argsTaken();
       if (m?.kind === 'loaded') {
         this.#loaded = true;
+        this.targetLoaded();
         if (this.#killedWith) this.#end();
       }
     });
-    // An error outside fn that the bootstrap could not catch (it failed to load, say).
+    // An error outside fn that the bootstrap could not catch (it failed to load, say), or
+    // a thread that could not be started at all (it then exits with code 0).
     worker.on('error', (e) => {
-      if (this.error) return;
-      this.error = errorMessage(e);
+      const code = (e as { code?: string }).code;
+      // Out of descriptors while the thread loads its bootstrap (its loader reads many files
+      // at once) is a failed start too, as for a process that could not be started.
+      const started = code !== 'ERR_WORKER_INIT_FAILED' && !(!this.#loaded && (code === 'EMFILE' || code === 'ENFILE'));
+      if (started) this.error ??= errorMessage(e);
+      else this.startError ??= code === 'ERR_WORKER_INIT_FAILED' ? workerStartError(e, what) : systemError(e, what);
     });
+    worker.once('online', () => this.running());
     worker.once('exit', (code) => {
       this.#argsTaken();
       // A signal is reported only for an exit it caused: a thread that ended on its own just
       // before kill() reached it exited with its own code, as a process signalled as a zombie.
       const how = Atomics.load(exitState, 0);
       const signalled = this.#killedWith !== null && (how === EXIT_STOPPED || (how === 0 && this.#terminated));
-      this.finish(signalled ? null : code, signalled ? this.#killedWith : null);
+      this.finish(signalled ? null : this.startError ? 127 : code, signalled ? this.#killedWith : null);
     });
     if (options.daemon) worker.unref();
   }
@@ -119,3 +136,4 @@ export class ThreadChild extends ChildHandle {
     else this.#worker.unref();
   }
 }
+

@@ -46,17 +46,17 @@ function outputClosed(peer: Peer): Promise<void> {
   return new Promise((resolve) => peer.child.stdout!.once('close', () => resolve()));
 }
 
-async function parentWithChildren(mode: 'orphan' | 'daemon'): Promise<{ peer: Peer; pids: number[]; closed: Promise<void> }> {
+async function parentWithChildren(mode: 'orphan' | 'daemon', how: 'spawn' | 'Process'): Promise<{ peer: Peer; pids: number[]; closed: Promise<void> }> {
   const dir = mkdtempSync(join(root, `${mode}-`));
-  const peer = startPeer(fixture(import.meta.url, 'orphan-parent.js'), [mode, dir]);
+  const peer = startPeer(fixture(import.meta.url, 'orphan-parent.js'), [mode, dir, how]);
   const closed = outputClosed(peer);
   const { pids } = (await peer.next()) as { pids: number[] };
   return { peer, pids, closed };
 }
 
-describe('no orphans', () => {
+for (const how of ['spawn', 'Process'] as const) describe(`no orphans (${how})`, () => {
   it('children die when their parent is killed with SIGKILL', { timeout: 60_000 }, async () => {
-    const { peer, pids, closed } = await parentWithChildren('orphan');
+    const { peer, pids, closed } = await parentWithChildren('orphan', how);
     try {
       assert.equal(pids.length, 2);
       assert.ok(pids.every(running), 'the children run before the parent dies');
@@ -71,7 +71,7 @@ describe('no orphans', () => {
   });
 
   it('daemon children do not keep the parent alive, and die with it', { timeout: 60_000 }, async () => {
-    const { peer, pids, closed } = await parentWithChildren('daemon');
+    const { peer, pids, closed } = await parentWithChildren('daemon', how);
     try {
       assert.deepEqual(await peer.exited, { code: 0, signal: null });
       await closed;

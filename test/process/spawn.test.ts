@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkLeaks, openFds } from '../helpers/leaks.js';
-import { reap } from '../helpers/procs.js';
+import { reap, running } from '../helpers/procs.js';
 import { waitForFile } from './fixtures/files.js';
 import {
   startProcesses,
@@ -110,19 +110,31 @@ for (const startMethod of methods) {
       }
     });
 
-    it('join({timeout}) counts the import of the target module: it returns false while that lasts', TIMEOUT, async () => {
+    it('children start at once: pids() lists them while their target still loads; loaded resolves once it has', TIMEOUT, async () => {
       const dir = freshDir();
       process.env.TENSORPROC_TEST_IMPORT_GATE = join(dir, 'go');
       // A module of its own per start method: a module imports once per process.
-      const ctx = startProcesses({ module: new URL(`./fixtures/import-gate.js?${startMethod}`, import.meta.url), export: 'run' }, { join: false, startMethod });
+      const ctx = startProcesses({ module: new URL(`./fixtures/import-gate.js?${startMethod}`, import.meta.url), export: 'run' }, { nprocs: 2, join: false, startMethod });
       try {
+        assert.equal(ctx.pids().length, 2, 'as torch gives them: at once');
+        for (const [i, p] of ctx.processes.entries()) {
+          assert.equal(p.pid, ctx.pids()[i]);
+          assert.equal(p.index, i);
+          assert.match(p.name, /^Process-\d+$/);
+          if (startMethod === 'spawn') assert.ok(running(p.pid), 'a process that runs');
+        }
+        await ctx.started; // they run...
+        let loaded = false;
+        void ctx.loaded.then(() => (loaded = true));
+        // ...but cannot finish importing their target before dir/go exists.
         assert.equal(await ctx.join({ timeout: 50 }), false);
+        assert.equal(loaded, false);
         writeFileSync(join(dir, 'go'), '');
+        await ctx.loaded;
         assert.equal(await ctx.join(), true);
       } finally {
         delete process.env.TENSORPROC_TEST_IMPORT_GATE;
         writeFileSync(join(dir, 'go'), '');
-        await ctx.started.catch(() => {});
         await reap(ctx);
       }
     });
