@@ -10,13 +10,17 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as mp from '../src/index.js';
+import { findPythons } from './lib/programs.js';
 import { markdownTable, median } from './lib/stats.js';
+import { benchEnv } from './lib/workload.js';
 import { W4, w4Trial } from './lib/w4.js';
 
-const runs = Number(process.argv[2] ?? 5);
+// Under `tensorproc bench` (NOTE [Bench records]): one round a run, --quick one round.
+const env = benchEnv();
+const runs = env.underRunner ? (env.quick ? 1 : 3) * env.runs : Number(process.argv[2] ?? 5);
 const WORKERS = [0];
 const WORK_MS = 1;
-const PYTHON = process.env.TENSORPROC_TORCH_PYTHON ?? '/usr/bin/python3';
+const PYTHON = process.env.TENSORPROC_TORCH_PYTHON ?? findPythons().torch?.path ?? '/usr/bin/python3';
 const anchor = fileURLToPath(new URL('../../bench/anchors/torch-dataloader.py', import.meta.url));
 
 type Key = string; // `${impl}|${workers}|${workMs}`
@@ -66,7 +70,7 @@ for (let r = 0; r < runs; r++) {
     if (haveTorch && workMs === 0) haveTorch = torchRound(workMs, r);
     for (const workers of WORKERS) {
       const t = await w4Trial(workers, workMs);
-      console.log(JSON.stringify({ workload: 'W4', impl: 'tensorproc', workers, work_ms: workMs, run: r, epoch1_batches_per_s: +t.epochs[0].toFixed(1), epoch2_batches_per_s: +t.epochs[1].toFixed(1) }));
+      for (const e of [0, 1]) console.log(JSON.stringify({ workload: 'W4', impl: 'tensorproc', workers, work_ms: workMs, epoch: e + 1, run: r, batches_per_s: +t.epochs[e]!.toFixed(1) }));
       record('tensorproc', workers, workMs, t.epochs);
     }
   }

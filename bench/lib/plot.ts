@@ -36,6 +36,9 @@ export function plotPoints(records: BenchRecord[]): Point[] {
 /** The vega-lite specification of the plot. */
 export function plotSpec(points: Point[], title: string): Record<string, unknown> {
   const ticks = [...new Set(points.map((p) => p.bytes))].sort((a, b) => a - b);
+  // The legend lists ours first, then the anchors, then the limits.
+  const rank = (impl: string): number => (impl.startsWith('tensorproc') ? 0 : impl.includes('limit') ? 2 : 1);
+  const impls = [...new Set(points.map((p) => p.impl))].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
   const labels = Object.fromEntries(points.map((p) => [p.bytes, p.size]));
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
@@ -54,7 +57,7 @@ export function plotSpec(points: Point[], title: string): Record<string, unknown
         axis: { values: ticks, labelExpr: `${JSON.stringify(labels)}[datum.value] || datum.label` },
       },
       y: { field: 'msgs_per_s', type: 'quantitative', title: 'messages/s (consumer side)', scale: { type: 'log' } },
-      color: { field: 'impl', type: 'nominal', title: 'implementation', legend: { labelLimit: 260 } },
+      color: { field: 'impl', type: 'nominal', title: 'implementation', scale: { domain: impls }, legend: { labelLimit: 260 } },
       strokeDash: { field: 'limit', type: 'nominal', legend: null, scale: { domain: [false, true], range: [[1, 0], [5, 3]] } },
       tooltip: [{ field: 'impl' }, { field: 'size' }, { field: 'msgs_per_s', format: ',.0f' }],
     },

@@ -61,7 +61,9 @@ const FIGURES: Record<string, { unit: string; better: Better }> = {
   us_per_op: { unit: 'µs', better: 'lower' },
 };
 /** Fields of an older line that describe the run, not the case. */
-const NOT_CASE = new Set(['workload', 'bench', 'w', 'impl', 'run', 'trial', 'node', 'torch', 'count', 'tasks', 'GB_per_s', 'us_per_msg', 'python']);
+const NOT_CASE = new Set(['workload', 'bench', 'w', 'impl', 'run', 'trial', 'node', 'torch', 'count', 'tasks', 'batches', 'messages', 'GB_per_s', 'us_per_msg', 'python']);
+/** An implementation named with its version ('torch 1.13.1'): the name is the implementation. */
+const VERSIONED = /^(torch|piscina|node) v?\d+(\.[\w-]+)+$/;
 
 /** What one stdout line of a workload program says, if anything. */
 export function parseLine(line: string, workload: string): { record?: BenchRecord; progress?: Progress } {
@@ -97,13 +99,13 @@ export function toRecord(o: Record<string, unknown>, workload: string): BenchRec
     .map(([k, v], _, all) => (k === 'bytes' ? fmtBytes(Number(v)) : all.length === 1 && typeof v === 'string' ? v : `${k}=${String(v)}`));
   const record: BenchRecord = {
     workload,
-    impl: o.impl,
+    impl: VERSIONED.test(o.impl) ? o.impl.split(' ')[0]! : o.impl,
     case: caseParts.join(', ') || '–',
     value: o[figure] as number,
     ...FIGURES[figure]!,
     run: Number(o.run ?? o.trial ?? 0),
   };
-  const count = o.count ?? o.tasks;
+  const count = o.count ?? o.tasks ?? o.batches ?? o.messages;
   if (typeof count === 'number') record.count = count;
   if (typeof o.bytes === 'number') record.bytes = o.bytes;
   if (typeof o.GB_per_s === 'number') record.GB_per_s = o.GB_per_s;

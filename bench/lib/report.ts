@@ -14,12 +14,17 @@ function genericReport(workload: string, m: Medians): string {
   const ours = order.filter(isOurs);
   if (ours.length && anchors.length) {
     const rows = m.cases.flatMap((c) =>
-      ours.map((o) => {
-        const v = verdict(m, workload, o, c);
-        return [c, o, ...anchors.map((a) => (isLimit(a) ? fmtShare : fmtRatio)(m.ratio(o, a, c))), v.bar, v.verdict];
-      }),
+      ours
+        .filter((o) => m.get(o, c) !== undefined)
+        .map((o) => {
+          const v = verdict(m, workload, o, c);
+          return [c, o, ...anchors.map((a) => (isLimit(a) ? fmtShare : fmtRatio)(m.ratio(o, a, c))), v.bar, v.verdict];
+        }),
     );
-    parts.push(`${workload}, times as fast as each anchor in the same run (a limit: the share reached)`, table(['case', 'tensorproc', ...anchors, 'bar', 'verdict'], rows));
+    // Bar and verdict columns only for a workload that has bars.
+    const judged = rows.some((r) => r[r.length - 2] !== '');
+    const header = ['case', 'tensorproc', ...anchors, ...(judged ? ['bar', 'verdict'] : [])];
+    parts.push(`${workload}, times as fast as each anchor in the same run (a limit: the share reached)`, table(header, judged ? rows : rows.map((r) => r.slice(0, -2))));
   }
   return parts.join('\n\n');
 }
