@@ -2,6 +2,7 @@
 // to join and stop it, and what `ctx.processes` shows (torch's multiprocessing.Process: pid,
 // exitcode, is_alive(), terminate(), kill()).
 import { constants } from 'node:os';
+import { debug } from '../debug.js';
 import { rebuildError, targetError } from './error-payload.js';
 import type { ErrorMessage, StartMethod } from './messages.js';
 import { settledWithin } from './settled-within.js';
@@ -115,6 +116,7 @@ export abstract class ChildHandle implements Omit<SpawnedProcess, 'index'> {
 
   /** The child runs ('spawn' of a process, 'online' of a thread). */
   protected running(): void {
+    debug('child %d started: pid %d (%s)', this.index, this.pid, this.startMethod);
     this.#settleStarted(null);
   }
 
@@ -129,6 +131,9 @@ export abstract class ChildHandle implements Omit<SpawnedProcess, 'index'> {
     running.delete(this);
     this.signalName = signal;
     this.exitCode = signal ? -(constants.signals[signal] ?? 0) : (code ?? 0);
+    const raised = this.error ? ` after raising ${this.error.error.name}: ${this.error.error.message}` : '';
+    if (signal) debug('child %d (pid %d) killed by %s', this.index, this.pid, signal);
+    else debug('child %d (pid %d) exited with code %d%s', this.index, this.pid, this.exitCode, raised);
     // Settles what the child never said (a settled promise ignores this).
     this.#settleStarted(this.startError);
     this.#settleLoaded(this.startError ?? (this.error?.load ? this.failure(this.index) : null));

@@ -40,6 +40,7 @@
 import { getSharingStrategy, type SharingStrategy } from './strategy.js';
 import { Segment } from './segment.js';
 import { sizeClass } from './size-class.js';
+import { debug, debugEnabled } from '../debug.js';
 
 const DEFAULT_MAX_BYTES = 512 * 2 ** 20;
 const MAX_BUSY = 1024;
@@ -117,11 +118,15 @@ export class SegmentCache<S = unknown> {
       const entry = list.pop()!;
       this.#freeBytes -= entry.segment.capacity;
       this.#freeCount--;
+      if (debugEnabled) debug('segment recycled: %s, %d bytes', strategy, cls);
       return entry;
     }
     if (cls >= WAIT_MIN_BYTES && !this.#noWait.has(cls)) {
       const entry = this.#waitForBusy(cls, strategy);
-      if (entry !== null) return entry;
+      if (entry !== null) {
+        if (debugEnabled) debug('segment recycled after waiting for it to come back: %s, %d bytes', strategy, cls);
+        return entry;
+      }
     }
     this.created++;
     return { segment: Segment.create(strategy, cls), spare: null, fresh: true };

@@ -27,6 +27,7 @@ import type { SharingStrategy } from './strategy.js';
 import { checkRoom } from './room.js';
 import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, initHeader, claimSlot, wakeCreator } from './segment-header.js';
 import { managerClient } from './manager/client.js';
+import { debug } from '../debug.js';
 
 export { HEADER_BYTES } from './segment-header.js';
 
@@ -103,6 +104,7 @@ export class Segment {
     const seg = new Segment(strategy, name, key, capacity, mapping, fd >= 0 ? fd : null);
     seg.#slot = initHeader(seg.header, process.pid, capacity);
     if (name !== null) managerClient.noteMapped(name);
+    debug('segment made: %s, %d bytes%s', strategy, capacity, name === null ? '' : `, ${name}`);
     return seg;
   }
 

@@ -18,7 +18,8 @@ import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addon, EAGAIN, POLL_READABLE, POLL_WRITABLE, RECV_NO_PROBE, type NativePoll } from '../../native/index.js';
 import { ManagerUnavailableError } from '../../errors.js';
-import { checkDir, managerDir, socketPath } from './dir.js';
+import { checkDir, managerDir, managerLog, socketPath } from './dir.js';
+import { debug } from '../../debug.js';
 import {
   decodeManager,
   encode,
@@ -432,6 +433,7 @@ function startServer(dir: string): ChildProcess {
     cwd: compiled ? '/' : process.cwd(),
   });
   child.unref();
+  debug('manager started: pid %d for %s, its sweeps logged to %s', child.pid, dir, process.env.TENSORPROC_MANAGER_LOG || managerLog(dir));
   return child;
 }
 

@@ -19,6 +19,8 @@ export function managerDir(): string {
 // managers side by side instead of refusing each other's clients.
 export const socketPath = (dir: string): string => join(dir, `manager-v${PROTOCOL_VERSION}.sock`);
 export const lockPath = (dir: string): string => join(dir, `manager-v${PROTOCOL_VERSION}.lock`);
+/** Where a manager logs under NODE_DEBUG=tensorproc when TENSORPROC_MANAGER_LOG names no file. */
+export const managerLog = (dir: string): string => join(dir, 'manager.log');
 
 /**
  * Creates the directory if needed and checks it is safe: a real directory (not a link),

@@ -123,12 +123,15 @@ export class Registry {
     } catch {
       return;
     }
+    let judged = 0;
     for (const entry of entries) {
       const name = `/${entry}`;
       if (!NAME_PATTERN.test(name) || isAlive(creatorOf(name)) || this.#names.has(name) || !this.#mine(entry)) continue;
       this.#state(name).crashed = true;
       this.#evaluate(name);
+      judged++;
     }
+    this.#log(`swept /dev/shm at start: ${judged} name(s) of dead creators judged`);
     this.#changed();
   }
 
@@ -262,6 +265,7 @@ export class Registry {
     }
     // One receiver fewer: names waiting for one may have none left.
     if (proc.user) for (const [name, st] of this.#names) if (st.holders.size === 0 && !names.has(name)) this.#evaluate(name);
+    this.#log(`swept after pid ${pid} ${proc.crashed ? 'died' : 'left'}: ${names.size} name(s) judged`);
     this.#changed();
   }
 

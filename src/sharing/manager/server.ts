@@ -46,8 +46,9 @@
 //    (no warning); TENSORPROC_MANAGER_DIR picks the directory (tests use their own);
 //    TENSORPROC_MANAGER_LOG names a file it appends what it removes, and why, to.
 import { appendFileSync, chmodSync, openSync, unlinkSync } from 'node:fs';
+import { debugEnabled } from '../../debug.js';
 import { addon, EAGAIN, POLL_READABLE, RECV_NO_PROBE, type NativePoll } from '../../native/index.js';
-import { checkDir, lockPath, managerDir, socketPath } from './dir.js';
+import { checkDir, lockPath, managerDir, managerLog, socketPath } from './dir.js';
 import { decodeClient, encode, MAX_DATAGRAM, PROTOCOL_VERSION, type ManagerMessage } from './protocol.js';
 import { Registry } from './registry.js';
 
@@ -63,9 +64,12 @@ interface Conn {
 }
 
 function log(line: string): void {
-  if (LOG) {
+  // A detached manager's stderr goes nowhere: under NODE_DEBUG=tensorproc its lines (sweeps,
+  // removals) go to manager.log in its directory, which the starting client names (client.ts).
+  const file = LOG || (debugEnabled ? managerLog(dir) : undefined);
+  if (file) {
     try {
-      appendFileSync(LOG, `${new Date().toISOString()} manager ${process.pid}: ${line}\n`);
+      appendFileSync(file, `${new Date().toISOString()} manager ${process.pid}: ${line}\n`);
     } catch {
       // logging is best effort
     }
