@@ -3,13 +3,11 @@
 // a terminal while they run, then the tables (bench/lib/report.ts); with `json`, only the
 // records, one JSON object a line. A workload whose program is not in this build (one being
 // written) is reported as not measured, and the others run.
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import cliProgress from 'cli-progress';
-import { writePlot } from './lib/plot.js';
-import { pythonEnv } from './lib/programs.js';
+import { chartingLibraries, writePlot } from './lib/plot.js';
+import { pythonEnv, runLines } from './lib/programs.js';
 import { parseLine, type BenchRecord, type Progress } from './lib/record.js';
 import { report } from './lib/report.js';
 
@@ -59,25 +57,23 @@ export class UnknownWorkloadError extends Error {
   }
 }
 
+export class PlotNeedsW1Error extends Error {
+  constructor() {
+    super('--plot draws W1, which this run does not measure: add W1 to --only');
+  }
+}
+
 interface Outcome {
   records: BenchRecord[];
   error: string | null;
 }
 
 /** Runs one workload's program, handing each line it prints to `onRecord` / `onProgress`. */
-function runProgram(w: Workload, file: string, options: BenchOptions, env: Record<string, string>, onRecord: (r: BenchRecord) => void, onProgress: (p: Progress) => void): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--expose-gc', file], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...env, TENSORPROC_BENCH: 'records', TENSORPROC_BENCH_QUICK: options.quick ? '1' : '0', TENSORPROC_BENCH_RUNS: String(options.runs) },
-    });
-    const records: BenchRecord[] = [];
-    // Kept to explain a failure, never shown otherwise: the libraries' warnings are not results.
-    let stderr = '';
-    child.stderr!.setEncoding('utf8').on('data', (s: string) => {
-      stderr = (stderr + s).slice(-16_384);
-    });
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+async function runProgram(w: Workload, file: string, options: BenchOptions, env: Record<string, string>, onRecord: (r: BenchRecord) => void, onProgress: (p: Progress) => void): Promise<Outcome> {
+  const records: BenchRecord[] = [];
+  const childEnv = { ...process.env, ...env, TENSORPROC_BENCH: 'records', TENSORPROC_BENCH_QUICK: options.quick ? '1' : '0', TENSORPROC_BENCH_RUNS: String(options.runs) };
+  try {
+    await runLines(process.execPath, ['--expose-gc', file], childEnv, (line) => {
       const { record, progress } = parseLine(line, w.id);
       if (record) {
         records.push(record);
@@ -85,9 +81,10 @@ function runProgram(w: Workload, file: string, options: BenchOptions, env: Recor
       }
       if (progress) onProgress(progress);
     });
-    child.on('error', (e) => resolve({ records, error: e.message }));
-    child.on('close', (code, signal) => resolve({ records, error: code === 0 ? null : `exited with ${signal ?? code}\n${stderr.trim()}` }));
-  });
+    return { records, error: null };
+  } catch (e) {
+    return { records, error: (e as Error).message };
+  }
 }
 
 /** Runs the chosen workloads (of `workloads`); resolves to the exit status (1 if one failed). */
@@ -96,6 +93,11 @@ export async function runBench(options: BenchOptions, workloads: Workload[] = WO
   const here = (name: string): string => fileURLToPath(new URL(`./${name}`, import.meta.url));
   const missing = chosen.filter((w) => !existsSync(here(w.program)));
   const runnable = chosen.filter((w) => !missing.includes(w));
+  if (options.plot !== null) {
+    // Before minutes of measuring, not after them.
+    if (!runnable.some((w) => w.id === 'W1')) throw new PlotNeedsW1Error();
+    await chartingLibraries();
+  }
   const env = pythonEnv();
   const secondsOf = (w: Workload): number => w.seconds[options.quick ? 0 : 1] * options.runs;
   const total = runnable.reduce((s, w) => s + secondsOf(w), 0);

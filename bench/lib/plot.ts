@@ -64,18 +64,20 @@ export function plotSpec(points: Point[], title: string): Record<string, unknown
   };
 }
 
-/** Renders the plot of `records` to an SVG file; resolves to the number of series drawn. */
-export async function writePlot(records: BenchRecord[], file: string, title: string): Promise<number> {
-  let vega: typeof import('vega');
-  let vl: typeof import('vega-lite');
+/** The charting libraries, or what to install: checked before a run, not after it. */
+export async function chartingLibraries(): Promise<{ vega: typeof import('vega'); vl: typeof import('vega-lite') }> {
   try {
-    vega = await import('vega');
-    vl = await import('vega-lite');
+    return { vega: await import('vega'), vl: await import('vega-lite') };
   } catch (e) {
     throw new PlotUnavailableError(e);
   }
+}
+
+/** Renders the plot of `records` to an SVG file; resolves to the number of series drawn. */
+export async function writePlot(records: BenchRecord[], file: string, title: string): Promise<number> {
+  const { vega, vl } = await chartingLibraries();
   const points = plotPoints(records);
-  if (points.length === 0) throw new Error('--plot draws W1, which this run did not measure (add W1 to --only)');
+  if (points.length === 0) throw new Error('--plot draws W1, and W1 measured nothing in this run');
   const spec = vl.compile(plotSpec(points, title) as unknown as Parameters<typeof vl.compile>[0]).spec;
   const view = new vega.View(vega.parse(spec), { renderer: 'none' });
   const svg = await view.toSVG();

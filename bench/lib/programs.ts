@@ -90,29 +90,35 @@ export function pythonEnv(): Record<string, string> {
 }
 
 /**
- * Runs a program and resolves to the JSON objects it printed, one a line; rejects with its
- * stderr when it fails. Its stderr is kept, not shown: a library's warnings are not results.
+ * Runs a program, handing each line it prints on stdout to `onLine`; rejects with the tail of
+ * its stderr when it fails. Its stderr is kept, not shown: a library's warnings are not results.
  */
-export function runJsonLines(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Record<string, unknown>[]> {
+export function runLines(cmd: string, args: string[], env: NodeJS.ProcessEnv, onLine: (line: string) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
-    const rows: Record<string, unknown>[] = [];
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (s: string) => {
-      stderr = (stderr + s).slice(-8192);
+      stderr = (stderr + s).slice(-16_384);
     });
-    createInterface({ input: child.stdout! }).on('line', (l) => {
-      if (!l.startsWith('{')) return;
-      try {
-        rows.push(JSON.parse(l) as Record<string, unknown>);
-      } catch {
-        // not a result line
-      }
-    });
+    createInterface({ input: child.stdout! }).on('line', onLine);
     child.on('error', reject);
     child.on('close', (code, signal) => {
-      if (code === 0) resolve(rows);
+      if (code === 0) resolve();
       else reject(new Error(`${cmd} ${args.join(' ')} exited with ${signal ?? code}:\n${stderr.trim()}`));
     });
   });
+}
+
+/** Runs a program and resolves to the JSON objects it printed, one a line. */
+export async function runJsonLines(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Record<string, unknown>[]> {
+  const rows: Record<string, unknown>[] = [];
+  await runLines(cmd, args, env, (l) => {
+    if (!l.startsWith('{')) return;
+    try {
+      rows.push(JSON.parse(l) as Record<string, unknown>);
+    } catch {
+      // not a result line
+    }
+  });
+  return rows;
 }

@@ -27,7 +27,7 @@ const bench = program
   .action(async (opts: { quick?: boolean; json?: boolean; only?: string[]; plot?: string; runs: number }) => {
     const runner = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
     if (!existsSync(runner)) throw new Error(`the benches are not in this installation (looked for ${runner})`);
-    const { runBench, chooseWorkloads, UnknownWorkloadError } = (await import(runner)) as typeof import('../../bench/run.js');
+    const { runBench, chooseWorkloads, UnknownWorkloadError, PlotNeedsW1Error } = (await import(runner)) as typeof import('../../bench/run.js');
     try {
       chooseWorkloads(opts.only ?? null);
     } catch (e) {
@@ -35,7 +35,12 @@ const bench = program
       if (e instanceof UnknownWorkloadError) bench.error(`error: option '--only <ids>': ${e.message}`, { exitCode: EXIT_USAGE });
       throw e;
     }
-    process.exitCode = await runBench({ quick: opts.quick === true, json: opts.json === true, only: opts.only ?? null, plot: opts.plot ?? null, runs: opts.runs });
+    try {
+      process.exitCode = await runBench({ quick: opts.quick === true, json: opts.json === true, only: opts.only ?? null, plot: opts.plot ?? null, runs: opts.runs });
+    } catch (e) {
+      if (e instanceof PlotNeedsW1Error) bench.error(`error: ${e.message}`, { exitCode: EXIT_USAGE });
+      throw e;
+    }
   });
 
 program

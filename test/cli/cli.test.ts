@@ -100,6 +100,7 @@ test('a bad command, flag or value prints the usage and exits 2', () => {
     [['bench', '--runs', '0'], /a whole number from 1 to 100/],
     [['bench', '--only'], /option '--only <ids>' argument missing/],
     [['bench', 'W1'], /too many arguments/],
+    [['bench', '--only', 'W2', '--plot', '/tmp/never.svg'], /--plot draws W1, which this run does not measure: add W1 to --only/],
     [['doctor', '--all'], /unknown option '--all'/],
     [['shm', 'rm'], /unknown command 'rm'/],
   ] as const) {
