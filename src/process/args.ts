@@ -5,7 +5,7 @@
 // in its start message (src/process/messages.ts); `fds` are descriptors the arguments refer
 // to (shared-memory segments, queue sockets). A process child receives them at start in
 // extra stdio slots: fds[k] is the child's descriptor CHILD_FD_BASE + k, which the child
-// bootstrap duplicates (close-on-exec) and hands to `decodeArgs(bytes, fds)` in the same
+// bootstrap duplicates (close-on-exec) and hands to `decodeArgs(bytes, fds, false)` in the same
 // order. A thread child shares the parent's descriptor table and gets the parent's numbers
 // unchanged. Those numbers are spawn's own duplicates, not the objects' descriptors: a
 // process may close a kept descriptor of a received segment at any moment (NOTE [Kept
@@ -24,8 +24,6 @@
 // sharing layer and the manager client: that would add tens of milliseconds to every start.
 // The first byte says which (PLAIN or FRAME). Encoding is in args-encode.ts (parent side).
 import { deserialize } from 'node:v8';
-import { isMainThread } from 'node:worker_threads';
-import { dupAll } from '../native/fds.js';
 
 export interface EncodedArgs {
   bytes: Uint8Array;
@@ -44,7 +42,8 @@ export const CHILD_FD_BASE = 4;
 export const PLAIN = 0;
 export const FRAME = 1;
 
-export async function decodeArgs(bytes: Uint8Array, fds: readonly number[]): Promise<unknown[]> {
+/** `borrowed`: the descriptors are the parent's own (a thread child), to be duplicated before use. */
+export async function decodeArgs(bytes: Uint8Array, fds: readonly number[], borrowed: boolean): Promise<unknown[]> {
   let args: unknown;
   if (bytes[0] === PLAIN) {
     args = deserialize(bytes.subarray(1));
@@ -53,7 +52,7 @@ export async function decodeArgs(bytes: Uint8Array, fds: readonly number[]): Pro
     // reductions registered, and the target may not have imported tensorproc itself.
     const { decodeMessage } = await import('../transport/index.js');
     await import('../index.js');
-    const own = isMainThread ? fds.slice() : dupAll(fds);
+    const own = borrowed ? (await import('../native/fds.js')).dupAll(fds) : fds.slice();
     args = decodeMessage(bytes.subarray(1), own);
   }
   if (!Array.isArray(args)) throw new TypeError('The spawn arguments did not decode to an array.');

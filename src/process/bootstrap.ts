@@ -4,19 +4,23 @@
 // and each of those children would do it again: processes without end. torch refuses a
 // process start while a child is still importing its main module; so does this: a child
 // marks the import of its target (child-run.ts), and startProcesses() refuses to start
-// anything meanwhile (spawn.ts, process.ts). The mark is per thread, as module state is: a thread child
-// has its own.
+// anything meanwhile (spawn.ts, process.ts). The mark is per thread, as a thread child is a
+// "process" of its own; it lives on globalThis, not in this module, because a process
+// child runs a bundled copy of this module (NOTE [The process child's bundle]) beside the
+// library's.
 import { SpawnInBootstrapError } from '../errors.js';
 
-let loading: string | null = null;
+const KEY = Symbol.for('tensorproc.loadingTarget');
+type WithMark = typeof globalThis & { [KEY]?: string | null };
 
 /** child-run.ts: `url` is being imported as this child's target; null once it is loaded. */
 export function markLoading(url: string | null): void {
-  loading = url;
+  (globalThis as WithMark)[KEY] = url;
 }
 
 /** Throws SpawnInBootstrapError while this child is still importing its target. */
 export function checkNotLoading(): void {
+  const loading = (globalThis as WithMark)[KEY] ?? null;
   if (loading === null) return;
   throw new SpawnInBootstrapError(
     `This child is still importing its target module (${loading}), and that import tried to start processes: ` +

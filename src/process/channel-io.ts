@@ -1,7 +1,8 @@
 // Reading and writing framed messages on a non-blocking SEQPACKET descriptor, for both ends
 // of the spawn control channel (see NOTE [Spawn control channel] in messages.ts).
-import { addon, EAGAIN, POLL_READABLE, POLL_WRITABLE, POLL_DISCONNECT } from '../native/index.js';
-import type { NativePoll } from '../native/index.js';
+// The addon alone, not src/native/index.js: a child loads this before its target, and every
+// module it loads counts in W2.
+import { addon, EAGAIN, POLL_READABLE, POLL_WRITABLE, POLL_DISCONNECT, type NativePoll } from '../native/addon.js';
 import { FrameAssembler, MAX_DATAGRAM } from './messages.js';
 
 /**

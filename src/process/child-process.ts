@@ -40,6 +40,8 @@ const report = (message: ErrorMessage): void => {
   );
 };
 await runTarget(start, 'spawn', start.fds.map(inherit), {
+  pid: process.pid,
+  borrowed: false,
   report,
   // A datagram this small always fits the socket buffer: never EAGAIN, so no poll of its own.
   onLoaded: () => void addon.send(channel, toFrames({ kind: 'loaded' } satisfies LoadedMessage)[0]!),

@@ -6,14 +6,14 @@
 import { decodeArgs } from './args.js';
 import { markLoading } from './bootstrap.js';
 import { setIdentity } from './current.js';
-// Imported up front, not lazily on failure: a thread may be terminated at any moment after
-// it failed, and a worker terminated while its module loader has a file open leaks that
-// descriptor (a Node limitation).
-import { errorMessage } from './error-payload.js';
 import type { ErrorMessage, StartMessage, StartMethod } from './messages.js';
 import { loadTarget, type Loader } from './target-load.js';
 
 export interface ChildHooks {
+  /** This child's pid as its parent shows it: process.pid, or a thread's threadId. */
+  pid: number;
+  /** true in a thread child: the argument descriptors are its parent's, to be duplicated. */
+  borrowed: boolean;
   /** Sends the first error, then exits with code 1. Called at most once. */
   report(message: ErrorMessage): void;
   load?: Loader;
@@ -34,11 +34,20 @@ export async function runTarget(start: StartMessage, startMethod: StartMethod, f
   const fail = (e: unknown, load = false): void => {
     if (reported) return;
     reported = true;
-    hooks.report(errorMessage(e, load));
+    // Loaded only now, so that a child that succeeds never loads it (W2 counts every module
+    // a child loads); a thread child has it loaded already (child-thread.ts).
+    void import('./error-payload.js').then(
+      ({ errorMessage }) => hooks.report(errorMessage(e, load)),
+      // It cannot be loaded (no descriptor left to read it): the error's text, plainly.
+      () => {
+        const text = e instanceof Error ? String(e.stack) : `Uncaught ${String(e)}`;
+        hooks.report({ kind: 'error', load, error: { name: 'Error', message: text, stack: text, fields: {} }, trace: text });
+      },
+    );
   };
   process.on('uncaughtException', (e) => fail(e));
   process.on('unhandledRejection', (e) => fail(e));
-  setIdentity(start.identity, startMethod); // NOTE [Process identity]: before the target's top-level code
+  setIdentity(start.identity, startMethod, hooks.pid); // NOTE [Process identity]: before the target's top-level code
   try {
     let fn: ((...a: unknown[]) => unknown) | null = null;
     let loadError: unknown = null;
@@ -55,7 +64,7 @@ export async function runTarget(start: StartMessage, startMethod: StartMethod, f
     // child holds, and lets go of at its exit, the references they carried.
     let args: unknown[] = [];
     try {
-      args = await decodeArgs(start.args, fds); // may import the transport
+      args = await decodeArgs(start.args, fds, hooks.borrowed); // may import the transport
     } catch (e) {
       if (fn) throw e;
     } finally {

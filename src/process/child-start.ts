@@ -1,4 +1,5 @@
 // Starting children, for startProcesses() and Process alike: all of them at once, or none.
+import { statSync } from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
 import { getSharingStrategy, STRATEGY_ENV } from '../sharing/strategy.js';
 import { CHILD_FD_BASE, type EncodedArgs } from './args.js';
@@ -10,9 +11,30 @@ import { ProcessChild } from './process-child.js';
 import type { TargetSpec } from './target.js';
 import { ThreadChild } from './thread-child.js';
 
-const ENTRIES: Record<StartMethod, string> = { spawn: 'child-process', thread: 'child-thread' };
 // The bootstrap files sit beside this one, compiled (.js) or, under a TypeScript loader, not (.ts).
 const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
+const THREAD_ENTRY = new URL(`./child-thread${EXT}`, import.meta.url);
+let processEntry: URL | null = null;
+
+/**
+ * The process child's bootstrap: its bundle when that was built after the last compile of
+ * child-process.js, else child-process.js itself (NOTE [The process child's bundle]).
+ * Looked up once per process.
+ */
+export function processBootstrap(): URL {
+  if (processEntry) return processEntry;
+  const plain = new URL(`./child-process${EXT}`, import.meta.url);
+  const bundle = new URL('./child-process.bundle.js', import.meta.url);
+  processEntry = plain;
+  if (EXT === '.js') {
+    try {
+      if (statSync(bundle).mtimeMs >= statSync(plain).mtimeMs) processEntry = bundle;
+    } catch {
+      // not built: the plain bootstrap
+    }
+  }
+  return processEntry;
+}
 
 export interface ChildPlan {
   /** null: fn(...args) (a Process); else fn(index, ...args). */
@@ -34,7 +56,7 @@ export function startChildren(
   onExit: (child: ChildHandle) => void,
 ): ChildHandle[] {
   const { startMethod, daemon } = options;
-  const entry = new URL(`./${ENTRIES[startMethod]}${EXT}`, import.meta.url);
+  const entry = startMethod === 'spawn' ? processBootstrap() : THREAD_ENTRY;
   // Children start with this process's sharing strategy unless they set their own: it
   // travels as the environment variable that sets a process's default.
   const env: NodeJS.ProcessEnv = { ...process.env, [STRATEGY_ENV]: getSharingStrategy() };

@@ -1,8 +1,12 @@
 // Entry point of a thread child (startMethod 'thread'), run as a Worker. The StartMessage
 // is the workerData; the ErrorMessage goes back on parentPort, delivered before 'exit'.
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, threadId, workerData } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { runTarget } from './child-run.js';
+// Loaded up front, where child-run.ts loads it on failure only: a thread may be terminated
+// at any moment after it failed, and a worker terminated while its module loader has a file
+// open leaks that descriptor (a Node limitation). Loaded, its import later opens nothing.
+import './error-payload.js';
 import { stopRunningChildren } from './child-handle.js';
 import { EXIT_OWN, EXIT_STOPPED, STOP_EXIT_CODE, type ThreadStartMessage, type StopMessage } from './messages.js';
 
@@ -44,6 +48,8 @@ async function load(url: string): Promise<Record<string, unknown>> {
 }
 
 await runTarget(start, 'thread', start.fds, {
+  pid: threadId,
+  borrowed: true,
   report: (message) => {
     // Stopping, the thread stopped its own children: what failed from that is not its error.
     if (Atomics.load(start.exitState, 0) !== EXIT_STOPPED) parentPort!.postMessage(message);

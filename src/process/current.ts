@@ -10,10 +10,10 @@
 // is 'Process-N', N counting the children this process started (spawn's included), and a
 // child of Process-1 is 'Process-1:N'. A pid is what the parent's handle shows: process.pid
 // for a process, the threadId for a thread child (threads share process.pid). The record
-// lives on globalThis under a registered symbol, so that a second copy of the library
-// loaded in the same thread reads the same one; module state is per thread, as the record
-// must be (a thread child is its own "process").
-import { threadId } from 'node:worker_threads';
+// lives on globalThis under a registered symbol, so that the bundled bootstrap of a process
+// child (NOTE [The process child's bundle]) and the library its target imports, or a second
+// copy of the library, read the same one; globalThis is per thread, as the record must be (a
+// thread child is its own "process").
 import type { Identity, StartMethod } from './messages.js';
 
 /** A process as currentProcess() and parentProcess() show it. */
@@ -69,11 +69,11 @@ export function nextIdentity(daemon: boolean, name?: string): Identity {
   };
 }
 
-/** Child side, before its target loads: who this process is. */
-export function setIdentity(id: Identity, startMethod: StartMethod): void {
+/** Child side, before its target loads: who this process is; `pid` is its threadId in a thread child. */
+export function setIdentity(id: Identity, startMethod: StartMethod, pid: number): void {
   const g = globalThis as WithRecord;
   g[KEY] = {
-    self: Object.freeze({ name: id.name, pid: startMethod === 'thread' ? threadId : process.pid, daemon: id.daemon, startMethod }),
+    self: Object.freeze({ name: id.name, pid, daemon: id.daemon, startMethod }),
     identity: id.identity,
     parent: Object.freeze({ ...id.parent }),
     counter: 0,
