@@ -18,7 +18,7 @@ import { W4, w4Trial } from './lib/w4.js';
 // Under `tensorproc bench` (NOTE [Bench records]): one round a run, --quick one round.
 const env = benchEnv();
 const runs = env.underRunner ? (env.quick ? 1 : 3) * env.runs : Number(process.argv[2] ?? 5);
-const WORKERS = [0];
+const WORKERS = [0, 2];
 const WORK_MS = 1;
 const PYTHON = process.env.TENSORPROC_TORCH_PYTHON ?? findPythons().torch?.path ?? '/usr/bin/python3';
 const anchor = fileURLToPath(new URL('../../bench/anchors/torch-dataloader.py', import.meta.url));

@@ -290,6 +290,11 @@ export class DataLoaderWorkerExitedError extends Error {
     super(message);
   }
 }
+/** loader.close() was called while an iteration with workers was still running. */
+export class DataLoaderClosedError extends Error {
+  readonly code = 'ERR_TP_DATALOADER_CLOSED';
+  override name = 'DataLoaderClosedError';
+}
 
 // --- Process (Python's multiprocessing.Process) ------------------------------------------
 /**

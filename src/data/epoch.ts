@@ -6,11 +6,14 @@
 // Everything random in an epoch is drawn from generators: the loader's (the workers' base
 // seed, then the shuffle order, lazily as batches are asked for) and those of samplers the
 // user made. A state dict therefore records those generators' states as they were when the
-// epoch began, the persistent base seed if one was drawn before it, and how many batches were
-// handed out. Loading it and iterating again redraws the same seed and the same order, and
-// skips the batches already handed out: for a map-style dataset in the sampler, without
-// loading them; an iterable dataset cannot skip without reading, so those batches are
-// loaded again and dropped (their datasets must be deterministic for the rest to match).
+// epoch began, the persistent base seed if one was drawn before it, and which batches were
+// handed out, by their place in the sampler's order: all those before `yielded`, and with
+// `inOrder: false` the few beyond it that overtook the rest (`alsoYielded`). Loading it and
+// iterating again redraws the same seed and the same order and skips exactly those batches:
+// for a map-style dataset in the sampler, without loading them; an iterable dataset cannot
+// skip without reading, so its first `yielded` batches are loaded again and dropped (its
+// datasets must be deterministic for the rest to match; with `inOrder: false` which worker
+// loads which batch depends on timing, so an iterable dataset resumes only approximately).
 import { BadStateDictError } from '../errors.js';
 import type { FetchRequest } from './fetch.js';
 import { Generator, checkSeed, type GeneratorState } from './generator.js';
@@ -25,8 +28,10 @@ export interface DataLoaderState {
   readonly samplerGenerators: readonly GeneratorState[];
   /** The persistent workers' base seed, if drawn before this epoch began. */
   readonly persistentSeed: number | null;
-  /** Batches already handed out in this epoch. */
+  /** Every batch before this place in the sampler's order was handed out. */
   readonly yielded: number;
+  /** Places after `yielded` handed out too (inOrder: false). */
+  readonly alsoYielded: readonly number[];
 }
 
 /** The generators a sampler (or a batch sampler's inner sampler) draws from, other than the loader's. */
@@ -49,16 +54,24 @@ export interface EpochSources {
   persistent: boolean;
 }
 
-export class Epoch {
-  readonly start: Omit<DataLoaderState, 'yielded'>;
-  readonly baseSeed: number;
-  /** Batches handed out (the resumed ones included). */
-  yielded: number;
-  /** Batches an iterable dataset must load and drop before handing out more (NOTE [Resuming an epoch]). */
-  discard: number;
-  #requests: Iterator<FetchRequest>;
+/** A request and its place in the sampler's order. */
+export interface Planned {
+  readonly pos: number;
+  readonly req: FetchRequest;
+}
 
-  constructor(src: EpochSources, makeRequests: () => Iterator<FetchRequest>, skip: number, skipInSampler: boolean) {
+export class Epoch {
+  readonly start: Omit<DataLoaderState, 'yielded' | 'alsoYielded'>;
+  readonly baseSeed: number;
+  /** Batches an iterable dataset must load and drop before handing out more (NOTE [Resuming an epoch]). */
+  discard = 0;
+  readonly #requests: Iterator<FetchRequest>;
+  #pos = 0;
+  #prefix = 0;
+  readonly #beyond = new Set<number>();
+  readonly #skip = new Set<number>();
+
+  constructor(src: EpochSources, makeRequests: () => Iterator<FetchRequest>, resume: DataLoaderState | null, skipInSampler: boolean) {
     this.start = {
       format: STATE_FORMAT,
       generator: src.generator.getState(),
@@ -68,27 +81,46 @@ export class Epoch {
     // torch: a base seed per iterator, drawn before the sampler draws; persistent workers keep theirs.
     this.baseSeed = src.persistent && src.persistentSeed !== null ? src.persistentSeed : src.generator.seed();
     this.#requests = makeRequests();
-    this.yielded = skip;
-    this.discard = 0;
+    if (resume === null) return;
+    this.#prefix = resume.yielded;
     if (skipInSampler) {
-      for (let k = 0; k < skip; k++) if (this.#requests.next().done) break;
+      for (; this.#pos < resume.yielded; this.#pos++) if (this.#requests.next().done) break;
+      for (const p of resume.alsoYielded) {
+        this.#skip.add(p);
+        this.#beyond.add(p);
+      }
     } else {
-      this.discard = skip;
+      this.discard = resume.yielded;
     }
   }
 
-  /** The next request, or undefined at the end of the sampler. */
-  next(): FetchRequest | undefined {
-    const r = this.#requests.next();
-    return r.done ? undefined : r.value;
+  /** The next request to load, or undefined at the end of the sampler. */
+  next(): Planned | undefined {
+    for (;;) {
+      const r = this.#requests.next();
+      if (r.done) return undefined;
+      const pos = this.#pos++;
+      if (this.#skip.delete(pos)) continue;
+      return { pos, req: r.value };
+    }
+  }
+
+  /** The batch at `pos` went to the user. */
+  handedOut(pos: number): void {
+    if (pos !== this.#prefix) {
+      this.#beyond.add(pos);
+      return;
+    }
+    this.#prefix++;
+    while (this.#beyond.delete(this.#prefix)) this.#prefix++;
   }
 
   state(): DataLoaderState {
-    return { ...this.start, yielded: this.yielded };
+    return { ...this.start, yielded: this.#prefix, alsoYielded: [...this.#beyond].sort((a, b) => a - b) };
   }
 }
 
-/** Requests for an iterable dataset: "the next batch", until a worker says its replica ended. */
+/** Requests for an iterable dataset: "the next batch", until every replica has ended. */
 export function* forever(): Iterator<FetchRequest> {
   for (;;) yield null;
 }
@@ -100,6 +132,9 @@ export function checkState(state: unknown, samplerGeneratorCount: number): DataL
   if (s === null || typeof s !== 'object') throw bad('got ' + (s === null ? 'null' : typeof s));
   if (s.format !== STATE_FORMAT) throw bad(`its format is ${JSON.stringify(s.format)}`);
   if (!Number.isInteger(s.yielded) || s.yielded! < 0) throw bad('yielded is not a count of batches');
+  if (!Array.isArray(s.alsoYielded) || !s.alsoYielded.every((p) => Number.isInteger(p) && p > s.yielded!)) {
+    throw bad('alsoYielded is not a list of places after yielded');
+  }
   if (!Array.isArray(s.samplerGenerators) || s.samplerGenerators.length !== samplerGeneratorCount) {
     throw bad(`it holds ${Array.isArray(s.samplerGenerators) ? s.samplerGenerators.length : 'no'} sampler generators, this loader's samplers have ${samplerGeneratorCount}: it was made for another loader`);
   }

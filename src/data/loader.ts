@@ -14,7 +14,10 @@ import { loadInProcess } from './in-process.js';
 import { checkKind, parseOptions, type DataLoaderOptions, type Settings } from './options.js';
 import { disposable } from './release.js';
 import { BatchSampler, RandomSampler, SequentialSampler } from './sampler.js';
-import { loadOption } from './target.js';
+import { loadOption, type FunctionTarget } from './target.js';
+import type { WorkerSpec } from './messages.js';
+import { LoaderWorkers } from './workers.js';
+import { resolveTarget } from '../process/target.js';
 
 export class DataLoader<B = unknown> implements AsyncIterable<B> {
   readonly #source: Dataset | DatasetTarget;
@@ -26,6 +29,10 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   #persistentSeed: number | null = null;
   /** The epoch running or last broken off; null once one ran to its end (NOTE [Resuming an epoch]). */
   #epoch: Epoch | null = null;
+  /** An iteration is running (persistent workers serve one at a time). */
+  #busy = false;
+  /** The workers of the running (or, persistent, the last) iteration. */
+  #workers: LoaderWorkers | null = null;
   /** A loaded state waiting for the next iteration. */
   #resume: DataLoaderState | null = null;
 
@@ -42,7 +49,6 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     }
     if (s.numWorkers > 0 && typeof s.collate === 'function') throw needsTarget('collate');
     if (s.numWorkers > 0 && typeof s.workerInit === 'function') throw needsTarget('workerInit');
-    if (s.numWorkers > 0) throw new InvalidArgumentError('numWorkers > 0 is not available in this version yet: use numWorkers 0 (loading in this process).');
   }
 
   #setBuilt(built: { dataset: Dataset; kind: DatasetKind }): void {
@@ -107,13 +113,61 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   async *#iterate(): AsyncGenerator<unknown> {
     await this.ready();
     const s = this.#settings;
-    const { dataset, kind } = this.#built!;
-    const epoch = this.#beginEpoch(kind);
-    const usesDefault = s.collate === undefined;
-    const collate = (await loadOption(s.collate, 'collate target')) ?? (s.batchSize === null ? defaultConvert : defaultCollate);
-    const fetcher = makeFetcher(dataset, kind, { batchSize: s.batchSize, dropLast: s.dropLast, collate: collate as CollateFn });
-    const wrap = usesDefault ? disposable : (b: unknown) => b;
-    yield* loadInProcess(epoch, fetcher, wrap, () => this.#endEpoch(epoch));
+    if (s.persistentWorkers && this.#busy) {
+      throw new InvalidArgumentError('This loader\'s persistent workers are serving another iteration: finish it, or break out of it, before starting the next.');
+    }
+    this.#busy = true;
+    try {
+      const { dataset, kind } = this.#built!;
+      const epoch = this.#beginEpoch(kind);
+      const wrap = s.collate === undefined ? disposable : (b: unknown) => b;
+      if (s.numWorkers === 0) {
+        const collate = (await loadOption(s.collate, 'collate target')) ?? (s.batchSize === null ? defaultConvert : defaultCollate);
+        const fetcher = makeFetcher(dataset, kind, { batchSize: s.batchSize, dropLast: s.dropLast, collate: collate as CollateFn });
+        yield* loadInProcess(epoch, fetcher, wrap, () => this.#endEpoch(epoch));
+      } else {
+        const workers = await this.#workersFor(epoch, kind);
+        yield* workers.run(epoch, wrap, () => this.#endEpoch(epoch));
+      }
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /** The workers of this epoch: the persistent ones if they fit (same base seed, not failed), else new ones. */
+  async #workersFor(epoch: Epoch, kind: DatasetKind): Promise<LoaderWorkers> {
+    const s = this.#settings;
+    const old = this.#workers;
+    if (old !== null && s.persistentWorkers && old.usable && old.baseSeed === epoch.baseSeed) return old;
+    if (old !== null && s.persistentWorkers) await old.stop();
+    const spec = await this.#spec(kind, epoch.baseSeed);
+    const workers = new LoaderWorkers({
+      spec, prefetchFactor: s.prefetchFactor, inOrder: s.inOrder, timeout: s.timeout, persistent: s.persistentWorkers,
+      maxWorkerRestarts: s.maxWorkerRestarts, startMethod: s.startMethod,
+    });
+    this.#workers = workers;
+    return workers;
+  }
+
+  /** What every worker is started with: the targets resolved to file: URLs here, once. */
+  async #spec(kind: DatasetKind, baseSeed: number): Promise<WorkerSpec> {
+    const s = this.#settings;
+    const resolve = async (t: FunctionTarget | undefined) => {
+      if (t === undefined) return null;
+      const { url, exportName } = await resolveTarget(t);
+      return { module: url, export: exportName };
+    };
+    const source = this.#source as DatasetTarget;
+    const dataset = { ...(await resolve(source))!, args: source.args ?? [] };
+    return {
+      dataset, kind, collate: await resolve(s.collate as FunctionTarget | undefined), workerInit: await resolve(s.workerInit as FunctionTarget | undefined),
+      batchSize: s.batchSize, dropLast: s.dropLast, numWorkers: s.numWorkers, baseSeed,
+    };
+  }
+
+  /** The pids of the workers running now (empty when loading in this process, or between non-persistent epochs). */
+  get workerPids(): number[] {
+    return this.#workers?.usable ? this.#workers.pids : [];
   }
 
   #beginEpoch(kind: DatasetKind): Epoch {
@@ -129,7 +183,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     const epoch = new Epoch(
       { generator: s.generator, samplerGenerators: this.#samplerGenerators, persistentSeed: this.#persistentSeed, persistent: s.persistentWorkers },
       kind === 'map' ? () => sampler![Symbol.iterator]() : forever,
-      resume?.yielded ?? 0,
+      resume,
       kind === 'map',
     );
     if (s.persistentWorkers) this.#persistentSeed = epoch.baseSeed;
@@ -156,6 +210,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       samplerGenerators: this.#samplerGenerators.map((g) => g.getState()),
       persistentSeed: this.#persistentSeed,
       yielded: 0,
+      alsoYielded: [],
     };
   }
 
@@ -164,8 +219,12 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     this.#resume = checkState(state, this.#samplerGenerators.length);
   }
 
-  /** Stops the workers a persistent loader keeps. The loader can be iterated again (workers start anew). */
-  async close(): Promise<void> {}
+  /** Stops the workers a persistent loader keeps (an iteration still running fails with ERR_TP_DATALOADER_CLOSED). The loader can be iterated again: workers start anew. */
+  async close(): Promise<void> {
+    const w = this.#workers;
+    this.#workers = null;
+    await w?.stop();
+  }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();

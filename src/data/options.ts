@@ -29,7 +29,7 @@ export interface DataLoaderOptions {
   persistentWorkers?: boolean;
   /** Milliseconds to wait for a batch from the workers before failing with ERR_TP_DATALOADER_TIMEOUT; 0: no limit. */
   timeout?: number;
-  /** Called as fn(workerId) in each worker after seeding, before its dataset is built: a target (a function with numWorkers 0). */
+  /** Called as fn(workerId) in each worker once seeded and its dataset built (getWorkerInfo().dataset), before loading: a target. Unused with numWorkers 0, as in torch. */
   workerInit?: FunctionTarget | ((id: number) => unknown);
   /** Seeds the order (shuffle) and the workers' seeds: the same seed gives the same epochs. */
   seed?: number;

@@ -21,7 +21,7 @@ const small = ['DATASET.NUM_IMAGES', '24', 'DATASET.INPUT_SIZE', '64', 'TEST.LOG
 describe('examples/evaluate', () => {
   test('runs on a small config: every image evaluated, the seed\'s table printed, accuracy well above chance', async () => {
     const lines: string[] = [];
-    const cfg = configFrom(['--cfg', cfgFile, ...small, 'WORKERS', '0']);
+    const cfg = configFrom(['--cfg', cfgFile, ...small, 'WORKERS', '2']);
     assert.equal(cfg.DATASET.NUM_IMAGES, 24);
     const out = await run(cfg, (l) => lines.push(l));
     assert.equal(out.images, 24);

@@ -1,0 +1,33 @@
+// What the main process and a DataLoader worker say to each other, over the worker's own
+// channel of the worker set (NOTE [Worker set], src/pool/worker-set.ts). Defined once here:
+// workers.ts is the parent side, worker-main.ts the worker side.
+import type { SerializedError } from '../process/messages.js';
+import type { DatasetKind } from './dataset.js';
+import type { FetchRequest } from './fetch.js';
+
+/** A worker's start arguments: everything it needs to build its replica and load batches. */
+export interface WorkerSpec {
+  /** The dataset target, its module resolved to a file: URL by the parent. */
+  dataset: { module: string; export: string; args: readonly unknown[] };
+  kind: DatasetKind;
+  collate: { module: string; export: string } | null;
+  workerInit: { module: string; export: string } | null;
+  batchSize: number | null;
+  dropLast: boolean;
+  numWorkers: number;
+  /** The worker's seed is baseSeed + its id (torch). */
+  baseSeed: number;
+}
+
+export type ToWorker =
+  /** Load the batch `req` as task `task`. */
+  | { kind: 'fetch'; task: number; req: FetchRequest }
+  /** A persistent worker's next epoch: an iterable dataset starts over (torch's _ResumeIteration). */
+  | { kind: 'reset' };
+
+export type FromWorker =
+  | { kind: 'batch'; task: number; data: unknown }
+  /** An iterable dataset's replica has nothing more for task `task` (torch's _IterableDatasetStopIteration). */
+  | { kind: 'end'; task: number }
+  /** Loading task `task` threw; task null: building the dataset or workerInit did, and the worker stops. */
+  | { kind: 'error'; task: number | null; error: SerializedError; trace: string };

@@ -1,0 +1,82 @@
+// A DataLoader worker, torch's _worker_loop (torch/utils/data/_utils/worker.py): seeded, it
+// builds its replica of the dataset from the target, runs workerInit, then loads the batches
+// its inbox asks for, in order, and sends each back on its channel; an error in one batch is
+// sent back and the loop goes on (the main process decides). It stops when the parent
+// closes its inbox (NOTE [Worker set]). The loop lets the event loop turn between batches
+// (NOTE [Turning the event loop]).
+import '../sharing/index.js'; // the shared allocator: collate writes into shared memory
+import { END, workerMain } from '../pool/worker-port.js';
+import { errorMessage } from '../process/error-payload.js';
+import { defaultCollate, defaultConvert } from './collate.js';
+import { buildDataset, type Dataset } from './dataset.js';
+import { END as NO_MORE, closeFetcher, makeFetcher, type CollateFn, type Fetcher } from './fetch.js';
+import { Generator } from './generator.js';
+import type { FromWorker, ToWorker, WorkerSpec } from './messages.js';
+import { releaseTensors } from './release.js';
+import { loadFunction } from './target.js';
+import { loopTurner } from './turn.js';
+import { setWorkerInfo } from './worker-info.js';
+
+function failure(task: number | null, e: unknown): FromWorker {
+  const { error, trace } = errorMessage(e);
+  return { kind: 'error', task, error, trace };
+}
+
+export const main = workerMain<[WorkerSpec]>(async ({ id, port, args: [spec] }) => {
+  const seed = spec.baseSeed + id;
+  const info = { id, numWorkers: spec.numWorkers, seed, generator: new Generator(seed), dataset: null as unknown };
+  setWorkerInfo(info);
+  let dataset: Dataset;
+  let collate: CollateFn;
+  try {
+    // torch: seeded, then worker_init_fn(id) with the replica already in get_worker_info().dataset.
+    dataset = (await buildDataset(spec.dataset)).dataset;
+    setWorkerInfo({ ...info, dataset });
+    if (spec.workerInit !== null) await (await loadFunction(spec.workerInit, 'workerInit target'))(id);
+    collate = spec.collate !== null
+      ? (await loadFunction(spec.collate, 'collate target')) as CollateFn
+      : (spec.batchSize === null ? defaultConvert : defaultCollate) as CollateFn;
+  } catch (e) {
+    port.send(failure(null, e));
+    await port.flushed();
+    return;
+  }
+  // NOTE [Collate into shared memory]: default collate's tensors are this worker's own, made
+  // for the batch, so its hold is dropped once the batch is sent (the receiver holds the
+  // segment now); when the main process releases the batch, the segment comes back to this
+  // worker's cache and the next batch reuses it. A custom collate (or defaultConvert) may
+  // return tensors the dataset keeps: those are left to the garbage collector.
+  const ownsBatches = spec.collate === null && spec.batchSize !== null;
+  const opts = { batchSize: spec.batchSize, dropLast: spec.dropLast, collate };
+  let fetcher: Fetcher = makeFetcher(dataset, spec.kind, opts);
+  const turn = loopTurner();
+  for (;;) {
+    await turn();
+    const m = (await port.next()) as ToWorker | typeof END;
+    if (m === END) break;
+    if (m.kind === 'reset') {
+      await closeFetcher(fetcher);
+      fetcher = makeFetcher(dataset, spec.kind, opts);
+      continue;
+    }
+    let data: unknown;
+    try {
+      data = await fetcher.fetch(m.req);
+    } catch (e) {
+      port.send(failure(m.task, e));
+      continue;
+    }
+    if (data === NO_MORE) {
+      port.send({ kind: 'end', task: m.task } satisfies FromWorker);
+      continue;
+    }
+    try {
+      port.send({ kind: 'batch', task: m.task, data } satisfies FromWorker);
+    } catch (e) {
+      port.send(failure(m.task, e)); // a batch that cannot travel (a function inside it, say)
+    } finally {
+      if (ownsBatches) releaseTensors(data);
+    }
+  }
+  await closeFetcher(fetcher);
+});

@@ -1,0 +1,287 @@
+// Loading in worker processes, parent side: torch's _MultiProcessingDataLoaderIter on the
+// worker set (src/pool/worker-set.ts). worker-main.ts is the other side.
+//
+// NOTE [DataLoader workers]
+// - Tasks: each request of the epoch's sampler becomes a task sent to one worker's inbox:
+//   round-robin over the workers still active when batches go in order (torch), to the
+//   worker holding the fewest tasks with `inOrder: false`. At most prefetchFactor x
+//   numWorkers tasks exist at once, from sending until the batch is handed out (the ones
+//   waiting in the reorder buffer count), so that many batches at most are in shared memory
+//   on their way, whatever the user keeps. A new task is sent as soon as one is handed out.
+// - Results come back on each worker's channel, in the order that worker loaded them. In
+//   order: the next batch is the oldest task's; with `inOrder: false`, whichever arrived
+//   first. An iterable dataset's worker that has no more says so for that task (`end`) and
+//   gets no more tasks; the epoch ends when the sampler has, or every worker has, and no
+//   task is left.
+// - Failures end the iteration with a coded error: a batch that threw in its worker (the
+//   worker, its indices and the child's stack; a full /dev/shm or the open-file limit keep
+//   their own codes), a worker that died (its id, pid, signal or exit code and the indices
+//   it held), no batch within `timeout`. With `maxWorkerRestarts`, a map-style dataset's dead
+//   worker is replaced instead (same id and seed) and its unanswered tasks are sent to the
+//   new one in order: loading a batch twice is harmless for map-style, and the epoch goes on.
+//   The batches ready before a failure are still handed out (in order: up to the first one
+//   missing); no task is sent after it.
+// - Shutdown (torch's NOTE [Data Loader Multiprocessing Shutdown Logic], simpler here because
+//   workers are separate processes that die with us): when an iteration ends, normally,
+//   by break (the generator's finally) or by a failure, the batches already back are
+//   released and the unanswered tasks are forgotten: their results, when they come, are
+//   released on arrival. Then the workers are stopped (inbox closed, then SIGTERM, then
+//   SIGKILL) and awaited, unless they are persistent and nothing failed: those are parked,
+//   kept until loader.close(), and never keep the process alive while parked.
+// - The channels keep the process alive only while the loader waits for a batch: a
+//   process whose iteration was abandoned half-way (an iterator dropped without return())
+//   can still exit, and the workers die with it.
+import { DataLoaderClosedError, DataLoaderTimeoutError } from '../errors.js';
+import { WorkerSet, type WorkerExit } from '../pool/worker-set.js';
+import type { Epoch } from './epoch.js';
+import type { FetchRequest } from './fetch.js';
+import type { FromWorker, WorkerSpec } from './messages.js';
+import { releaseTensors } from './release.js';
+import { batchError, exitError, initError } from './worker-errors.js';
+import type { StartMethod } from './options.js';
+
+interface Task {
+  readonly id: number;
+  readonly pos: number;
+  readonly req: FetchRequest;
+  worker: number;
+  outcome: FromWorker | null;
+}
+
+export interface WorkersOptions {
+  spec: WorkerSpec;
+  prefetchFactor: number;
+  inOrder: boolean;
+  timeout: number;
+  persistent: boolean;
+  maxWorkerRestarts: number;
+  startMethod: StartMethod;
+}
+
+const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
+const MAIN = { module: new URL(`./worker-main${EXT}`, import.meta.url), export: 'main' };
+
+export class LoaderWorkers {
+  readonly baseSeed: number;
+  readonly #o: WorkersOptions;
+  readonly #set: WorkerSet;
+  readonly #n: number;
+  /** Tasks of the running iteration, until handed out. */
+  readonly #tasks = new Map<number, Task>();
+  /** Per worker: its unanswered tasks in the order sent, and whether it may get more. */
+  readonly #held: number[][];
+  readonly #active: boolean[];
+  #arrivals: number[] = [];
+  #nextTask = 0;
+  #next = 0; // round-robin position
+  #wake: (() => void) | null = null;
+  #failure: Error | null = null;
+  #running = false;
+  #stopped = false;
+  #epochs = 0;
+  #restarts = 0;
+
+  constructor(o: WorkersOptions) {
+    this.#o = o;
+    this.baseSeed = o.spec.baseSeed;
+    this.#n = o.spec.numWorkers;
+    this.#held = Array.from({ length: this.#n }, () => []);
+    this.#active = new Array<boolean>(this.#n).fill(true);
+    this.#set = new WorkerSet({
+      main: MAIN,
+      size: this.#n,
+      startMethod: o.startMethod,
+      args: () => [o.spec],
+      onMessage: (id, m) => this.#onMessage(id, m as FromWorker),
+      onExit: (id, exit) => this.#onExit(id, exit),
+    });
+  }
+
+  get pids(): number[] {
+    const out: number[] = [];
+    for (let id = 0; id < this.#n; id++) {
+      const pid = this.#set.pid(id);
+      if (pid !== null) out.push(pid);
+    }
+    return out;
+  }
+
+  /** False once stopped, or failed: a loader then makes a new set of workers. */
+  get usable(): boolean {
+    return this.#failure === null && !this.#stopped;
+  }
+
+  #wakeUp(): void {
+    const w = this.#wake;
+    this.#wake = null;
+    w?.();
+  }
+
+  #fail(e: Error): void {
+    this.#failure ??= e;
+    this.#wakeUp();
+  }
+
+  #onMessage(id: number, m: FromWorker): void {
+    if (m.kind === 'error' && m.task === null) return this.#fail(initError(id, this.#set.pid(id), m));
+    const task = m.kind === 'error' || m.kind === 'batch' || m.kind === 'end' ? this.#tasks.get(m.task!) : undefined;
+    if (task === undefined || task.worker !== id) {
+      // A result of an iteration that ended before it came (NOTE [DataLoader workers]).
+      if (m.kind === 'batch') releaseTensors(m.data);
+      return;
+    }
+    const held = this.#held[id]!;
+    const at = held.indexOf(task.id);
+    if (at >= 0) held.splice(at, 1);
+    if (m.kind === 'end') this.#active[id] = false;
+    if (m.kind === 'error') m.error.fields.pid ??= this.#set.pid(id);
+    task.outcome = m;
+    this.#arrivals.push(task.id);
+    this.#wakeUp();
+  }
+
+  #onExit(id: number, exit: WorkerExit): void {
+    if (this.#stopped || this.#failure !== null) return;
+    const pending = this.#held[id]!.splice(0);
+    if (!this.#running) return; // parked: replaced when the next epoch starts
+    if (this.#o.spec.kind === 'map' && this.#restarts < this.#o.maxWorkerRestarts) {
+      this.#restarts++;
+      process.emitWarning(
+        `tensorproc: ${exitError(id, exit, []).message} It was replaced (restart ${this.#restarts} of ${this.#o.maxWorkerRestarts}) and its ${pending.length} unfinished batches sent to the new worker.`,
+        'TensorprocWarning',
+      );
+      this.#set.replace(id);
+      for (const t of pending) this.#send(id, this.#tasks.get(t)!);
+      return;
+    }
+    this.#fail(exitError(id, exit, pending.map((t) => this.#tasks.get(t)?.req ?? null)));
+  }
+
+  #send(worker: number, task: Task): void {
+    task.worker = worker;
+    this.#held[worker]!.push(task.id);
+    // False when that worker is gone: its exit, reported next, deals with the task.
+    this.#set.send(worker, { kind: 'fetch', task: task.id, req: task.req });
+  }
+
+  /** Where the next task goes, or -1 when no worker is active. */
+  #pick(): number {
+    let best = -1;
+    for (let k = 0; k < this.#n; k++) {
+      const w = (this.#next + k) % this.#n;
+      if (!this.#active[w]) continue;
+      if (this.#o.inOrder) {
+        best = w;
+        break;
+      }
+      if (best < 0 || this.#held[w]!.length < this.#held[best]!.length) best = w;
+    }
+    if (best >= 0) this.#next = (best + 1) % this.#n;
+    return best;
+  }
+
+  /** Resolves when a message or exit arrives; fails the iteration after `ms` (timeout) without one. */
+  async #news(ms: number): Promise<void> {
+    this.#set.keepAlive(true);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+        if (ms > 0) {
+          timer = setTimeout(() => this.#fail(new DataLoaderTimeoutError(
+            `DataLoader timed out after ${this.#o.timeout} ms waiting for a batch from its workers. ` +
+              'Raise `timeout` for datasets that are slow to load, or set it to 0 to wait as long as it takes.',
+          )), ms);
+        }
+      });
+    } finally {
+      clearTimeout(timer);
+      this.#set.keepAlive(false);
+    }
+  }
+
+  /** One epoch's batches, as NOTE [DataLoader workers] says. `done` is called when it ran to its end. */
+  async *run(epoch: Epoch, wrap: (b: unknown) => unknown, done: () => void): AsyncGenerator<unknown> {
+    this.#running = true;
+    this.#restarts = 0;
+    for (let id = 0; id < this.#n; id++) {
+      if (!this.#set.isAlive(id)) this.#set.replace(id); // died while parked
+      else if (this.#epochs > 0 && this.#o.spec.kind === 'iterable') this.#set.send(id, { kind: 'reset' });
+    }
+    this.#epochs++;
+    this.#active.fill(true);
+    const limit = this.#o.prefetchFactor * this.#n;
+    const order: Task[] = [];
+    let head = 0;
+    let exhausted = false;
+    const put = (): void => {
+      while (!exhausted && this.#failure === null && this.#tasks.size < limit) {
+        const w = this.#pick();
+        const planned = w < 0 ? undefined : epoch.next();
+        if (planned === undefined) {
+          exhausted = true;
+          break;
+        }
+        const task: Task = { id: this.#nextTask++, pos: planned.pos, req: planned.req, worker: w, outcome: null };
+        this.#tasks.set(task.id, task);
+        order.push(task);
+        this.#send(w, task);
+      }
+    };
+    try {
+      put();
+      let waitingSince = -1;
+      for (;;) {
+        let task: Task | undefined;
+        if (this.#o.inOrder) {
+          if (head < order.length && order[head]!.outcome !== null) task = order[head++];
+        } else {
+          const id = this.#arrivals.shift();
+          task = id === undefined ? undefined : this.#tasks.get(id);
+        }
+        if (task === undefined) {
+          // What was ready before a failure is handed out first, in order; then it is thrown.
+          if (this.#failure) throw this.#failure;
+          if (exhausted && this.#tasks.size === 0) break;
+          if (waitingSince < 0) waitingSince = performance.now();
+          await this.#news(this.#o.timeout > 0 ? Math.max(1, this.#o.timeout - (performance.now() - waitingSince)) : 0);
+          continue;
+        }
+        waitingSince = -1;
+        this.#tasks.delete(task.id);
+        const o = task.outcome!;
+        if (o.kind === 'error') throw batchError(task.worker, task.req, o);
+        put();
+        if (o.kind === 'end') continue;
+        const data = (o as { data: unknown }).data;
+        if (epoch.discard > 0) {
+          epoch.discard--;
+          releaseTensors(data);
+          continue;
+        }
+        epoch.handedOut(task.pos);
+        yield wrap(data);
+      }
+      done();
+    } finally {
+      await this.#endIteration();
+    }
+  }
+
+  async #endIteration(): Promise<void> {
+    this.#running = false;
+    for (const t of this.#tasks.values()) if (t.outcome?.kind === 'batch') releaseTensors(t.outcome.data);
+    this.#tasks.clear();
+    this.#arrivals = [];
+    for (const h of this.#held) h.length = 0;
+    if (!this.#o.persistent || this.#failure !== null) await this.stop();
+  }
+
+  /** Stops every worker and waits for them (NOTE [DataLoader workers]). */
+  async stop(): Promise<void> {
+    if (this.#running) this.#fail(new DataLoaderClosedError('The DataLoader was closed while this iteration was running: its workers are stopped.'));
+    this.#stopped = true;
+    this.#wakeUp();
+    await this.#set.stop({ grace: 1000 });
+  }
+}
