@@ -306,3 +306,40 @@ export class ProcessStateError extends Error {
   readonly code = 'ERR_TP_PROCESS_STATE';
   override name = 'ProcessStateError';
 }
+
+// --- pool --------------------------------------------------------------------------------
+/** A call on a Pool after close() or terminate() (CPython: ValueError "Pool not running"). */
+export class PoolClosedError extends Error {
+  readonly code = 'ERR_TP_POOL_CLOSED';
+  override name = 'PoolClosedError';
+}
+/** A call that was still pending when its Pool was terminated: its tasks were stopped. */
+export class PoolTerminatedError extends Error {
+  readonly code = 'ERR_TP_POOL_TERMINATED';
+  override name = 'PoolTerminatedError';
+}
+/**
+ * The Pool cannot run tasks: its initializer threw (`cause`), or its workers keep dying
+ * before they start. Every pending and later call rejects with it.
+ */
+export class PoolBrokenError extends Error {
+  readonly code = 'ERR_TP_POOL_BROKEN';
+  override name = 'PoolBrokenError';
+}
+/** Pool.join() before close() or terminate() (CPython: ValueError "Pool is still running"). */
+export class PoolRunningError extends Error {
+  readonly code = 'ERR_TP_POOL_RUNNING';
+  override name = 'PoolRunningError';
+}
+/**
+ * A call stopped by its AbortSignal, as Node's own APIs reject (fs, timers, events): name
+ * 'AbortError', code 'ABORT_ERR' (Node's, not an ERR_TP_ code, so that code written for
+ * Node's aborts recognises it), `cause` the signal's reason.
+ */
+export class AbortError extends Error {
+  readonly code = 'ABORT_ERR';
+  override name = 'AbortError';
+  constructor(message = 'The operation was aborted', options?: ErrorOptions) {
+    super(message, options);
+  }
+}

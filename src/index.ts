@@ -7,3 +7,4 @@ export type { SharingStrategy } from './sharing/index.js';
 export * from './process/index.js';
 export * from './queue/index.js';
 export * from './data/index.js';
+export * from './pool/index.js';

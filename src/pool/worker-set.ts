@@ -85,6 +85,8 @@ class Instance {
   /** A signal asked before the child was started, sent once it is. */
   pendingSignal: NodeJS.Signals | null = null;
   retired = false;
+  /** The next step of its escalation, once retired. */
+  timer: NodeJS.Timeout | null = null;
   exited = false;
   ended = false; // the channel's end of stream was read
   /** Settles once the worker has exited and its messages were delivered. */
@@ -295,8 +297,9 @@ export class WorkerSet {
 
   /** Reads the channel from the event loop while the set keeps the process alive. */
   #watch(inst: Instance): void {
-    if (inst.ended) return;
-    const on = this.#keepAlive && !inst.retired;
+    if (inst.ended || inst.endpoint.closed) return;
+    // A worker retired by a signal is read until it exits (see #retire).
+    const on = inst.retired || this.#keepAlive;
     inst.endpoint.recvWatcher.onReadable(on ? inst.onReadable : null);
     inst.setRef(on || this.#stopping > 0);
     // Polls are level-triggered: what arrived while nobody watched is read on the next turn.
@@ -304,7 +307,9 @@ export class WorkerSet {
 
   /** Delivers every message waiting on `inst`'s channel (a retired worker's are dropped). */
   #drain(inst: Instance): void {
-    while (!inst.ended) {
+    // A retired worker's messages are dropped, and none is read once its channel is closed
+    // (by a replace() that a message delivered here led to, say).
+    while (!inst.ended && !inst.endpoint.closed) {
       let m: unknown;
       try {
         m = inst.endpoint.receiveNow();
@@ -324,8 +329,11 @@ export class WorkerSet {
   }
 
   #exited(inst: Instance): void {
-    if (!inst.retired) this.#drain(inst); // everything it sent is in the socket by now
+    this.#drain(inst); // everything it sent is in the socket by now
     inst.exited = true;
+    // Its escalation's timer goes with it: it would keep all this (and the set's start
+    // arguments, tensors among them) reachable for its grace period.
+    if (inst.timer !== null) clearTimeout(inst.timer);
     this.#live.delete(inst);
     inst.endpoint.dropBacklog(); // nothing will read it
     inst.endpoint.close();
@@ -338,19 +346,31 @@ export class WorkerSet {
   /** Detaches `inst` from its id and stops it: `from` the first step of the escalation. */
   #retire(inst: Instance, from: Step, ms: number): void {
     inst.retired = true;
-    inst.endpoint.recvWatcher.onReadable(null);
-    // The ask: a closed inbox (the worker's port gives END after what was sent before).
-    inst.endpoint.dropBacklog();
-    inst.endpoint.close();
-    const steps: NodeJS.Signals[] = from === 'ask' ? ['SIGTERM', 'SIGKILL'] : from === 'SIGTERM' ? ['SIGKILL'] : [];
+    inst.endpoint.dropBacklog(); // nothing more for it
+    if (from === 'ask') {
+      // The ask: a closed inbox (the worker's port gives END after what was sent before).
+      inst.endpoint.recvWatcher.onReadable(null);
+      inst.endpoint.close();
+    } else {
+      // Signalled, it may still send what it has (a pool worker's last results): that is read
+      // and dropped until it exits, so that the tensors in it are let go of here, not lost
+      // in the socket with their references counted for good.
+      this.#watch(inst);
+    }
+    // A thread that does not heed its SIGTERM is terminated by ThreadChild itself (NOTE
+    // [Stopping a thread child]); terminating it from here as well, while it runs its exit
+    // handlers, would cut them short.
+    const last: NodeJS.Signals[] = this.startMethod === 'thread' ? [] : ['SIGKILL'];
+    const steps: NodeJS.Signals[] = from === 'ask' ? ['SIGTERM', ...last] : from === 'SIGTERM' ? last : [];
     if (from !== 'ask') inst.signal(from);
     const next = (): void => {
+      inst.timer = null;
       const sig = steps.shift();
       if (sig === undefined || inst.exited) return;
       inst.signal(sig);
-      if (steps.length > 0) setTimeout(next, ms).unref();
+      if (steps.length > 0) inst.timer = setTimeout(next, ms).unref();
     };
-    if (steps.length > 0) setTimeout(next, ms).unref();
+    if (steps.length > 0) inst.timer = setTimeout(next, ms).unref();
   }
 }
 

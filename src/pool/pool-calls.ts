@@ -1,0 +1,404 @@
+// One Pool call (map, starmap, apply, imap, imapUnordered) as the scheduler sees it: where
+// its chunks come from (NOTE [Pool protocol]) and where their results go. A call makes no
+// promise and no object per task: its chunks are taken into the scheduler's batches, and
+// their results written where they belong.
+import { AbortError } from '../errors.js';
+import { MODE_ITEM, MODE_STAR, NO_SLOT } from './pool-messages.js';
+
+/** What a call needs of the scheduler. */
+export interface CallHost {
+  /** The call may have chunks to give now (its consumer read on, its input arrived). */
+  wake(): void;
+  /** The call no longer wants its chunks run: drop those not started; `kill`: stop the workers running one. */
+  cancel(call: Call, kill: boolean): void;
+}
+
+export abstract class Call {
+  /** Set by the scheduler: the call's slot in the control block, and its generation there. */
+  slot = NO_SLOT;
+  gen = 0;
+  /** Chunks taken and not yet finished (at a worker, or waiting to be sent again). */
+  inFlight = 0;
+  /** The caller has its answer (results, an error, an abort): results that still arrive are dropped. */
+  settled = false;
+  /** take() will give no more chunks. */
+  exhausted = false;
+  /** Has an AbortSignal: its chunks never share a batch of results with another call's (NOTE [Pool aborts]). */
+  abortable = false;
+  #signal: AbortSignal | null = null;
+  #onAbort: (() => void) | null = null;
+
+  constructor(
+    readonly host: CallHost,
+    /** The task function's id in the scheduler (NOTE [Pool protocol], TARGET). */
+    readonly target: number,
+    readonly mode: number,
+    readonly chunkLen: number,
+    /** Whether the scheduler must keep a chunk's items to send it again (they cannot be read twice). */
+    readonly retains: boolean,
+  ) {}
+
+  /** Appends the next chunk's items to `items` and returns its index; -1 when there is none now. */
+  abstract take(items: unknown[]): number;
+  /** Appends the items of chunk `index` again, for a resend; `kept` is what take() left (retains). */
+  abstract resend(items: unknown[], index: number, kept: unknown): void;
+  /** How many items chunk `index` has; for a call that retains, one, or as many as `kept` holds. */
+  lengthOf(_index: number, kept: unknown): number {
+    return this.chunkLen === 1 ? 1 : (kept as unknown[]).length;
+  }
+  /** Chunk `index` succeeded: its `n` results are values[at .. at + n). */
+  abstract done(index: number, values: unknown[], at: number, n: number): void;
+  /** Chunk `index` failed (the task threw, its worker died): the call fails with `error`. */
+  abstract failed(index: number, error: unknown): void;
+  /** Ends the call for its caller with `error` (an abort, the pool terminated or broken). */
+  abstract fail(error: unknown): void;
+
+  /** Aborts the call on `signal` (NOTE [Pool aborts]). */
+  listen(signal: AbortSignal | undefined): void {
+    if (signal === undefined) return;
+    this.#signal = signal;
+    this.#onAbort = () => {
+      if (this.settled) return;
+      this.host.cancel(this, true);
+      this.fail(new AbortError(undefined, { cause: signal.reason }));
+    };
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** Marks the call settled and stops listening to its signal. */
+  protected settle(): void {
+    this.settled = true;
+    if (this.#onAbort !== null) this.#signal!.removeEventListener('abort', this.#onAbort);
+    this.#onAbort = null;
+  }
+}
+
+/**
+ * map, starmap (results in order, one promise) and apply (one result). The input is an
+ * array read by index, so a chunk is sent again from it and nothing needs keeping.
+ */
+export class ListCall extends Call {
+  readonly promise: Promise<unknown>;
+  #resolve!: (v: unknown) => void;
+  #reject!: (e: unknown) => void;
+  readonly #src: readonly unknown[];
+  readonly #out: unknown[];
+  readonly #chunks: number;
+  readonly #single: boolean;
+  #next = 0;
+  #remaining: number;
+
+  constructor(host: CallHost, target: number, star: boolean, src: readonly unknown[], chunkLen: number, single: boolean) {
+    super(host, target, star ? MODE_STAR : MODE_ITEM, chunkLen, false);
+    this.promise = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.#src = src;
+    this.#out = new Array(src.length);
+    this.#single = single;
+    this.#chunks = Math.ceil(src.length / chunkLen);
+    this.#remaining = this.#chunks;
+    if (this.#chunks === 0) {
+      this.exhausted = true;
+      this.settle();
+      this.#resolve(this.#out);
+    }
+  }
+
+  take(items: unknown[]): number {
+    if (this.#next >= this.#chunks) return -1;
+    const index = this.#next++;
+    if (this.#next === this.#chunks) this.exhausted = true;
+    this.resend(items, index);
+    return index;
+  }
+
+  resend(items: unknown[], index: number): void {
+    const from = index * this.chunkLen;
+    const to = Math.min(from + this.chunkLen, this.#src.length);
+    for (let i = from; i < to; i++) items.push(this.#src[i]);
+  }
+
+  override lengthOf(index: number): number {
+    return Math.min(this.chunkLen, this.#src.length - index * this.chunkLen);
+  }
+
+  done(index: number, values: unknown[], at: number, n: number): void {
+    const from = index * this.chunkLen;
+    for (let i = 0; i < n; i++) this.#out[from + i] = values[at + i];
+    if (--this.#remaining === 0) {
+      this.settle();
+      this.#resolve(this.#single ? this.#out[0] : this.#out);
+    }
+  }
+
+  failed(_index: number, error: unknown): void {
+    // CPython's map keeps the first error; the rest of the call is not wanted any more.
+    this.host.cancel(this, false);
+    this.fail(error);
+  }
+
+  fail(error: unknown): void {
+    if (this.settled) return;
+    this.settle();
+    this.#reject(error);
+  }
+}
+
+interface Waiter {
+  resolve(r: IteratorResult<unknown>): void;
+  reject(e: unknown): void;
+}
+
+/** An error in a chunk's place: what the consumer meets there. */
+class Failure {
+  constructor(readonly error: unknown) {}
+}
+
+/**
+ * imap and imapUnordered: an async iterator over the results that reads its input lazily.
+ * At most `ahead` chunks are taken from the input and not yet given to the consumer, so an
+ * endless input takes bounded memory.
+ */
+export class IterCall extends Call implements AsyncIterableIterator<unknown> {
+  readonly #ordered: boolean;
+  readonly #ahead: number;
+  readonly #sync: Iterator<unknown> | null;
+  readonly #async: AsyncIterator<unknown> | null;
+  /** Items read from an async input, not yet taken into a chunk. */
+  #buffered: unknown[] = [];
+  #reading = false;
+  #sourceDone = false;
+  /** Chunks taken from the input; chunks handed to the consumer. */
+  #taken = 0;
+  #consumed = 0;
+  /** Ordered: results by chunk index, at index % ahead. Unordered: results as they come. */
+  readonly #ring: (unknown[] | unknown | Failure | undefined)[];
+  #arrived: (unknown[] | Failure)[] = [];
+  #current: unknown[] | null = null;
+  #pos = 0;
+  #waiters: Waiter[] = [];
+  /** What the consumer gets once the results run out: done, or an error. */
+  #end: Failure | null = null;
+  #finished = false;
+
+  constructor(host: CallHost, target: number, source: Iterable<unknown> | AsyncIterable<unknown>, chunkLen: number, ordered: boolean, ahead: number) {
+    super(host, target, MODE_ITEM, chunkLen, true);
+    this.#ordered = ordered;
+    this.#ahead = ahead;
+    this.#ring = ordered ? new Array(ahead) : [];
+    if (Symbol.asyncIterator in source) {
+      this.#async = (source as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+      this.#sync = null;
+    } else {
+      this.#sync = (source as Iterable<unknown>)[Symbol.iterator]();
+      this.#async = null;
+    }
+  }
+
+  take(items: unknown[]): number {
+    if (this.exhausted || this.settled || this.#taken - this.#consumed >= this.#ahead) return -1;
+    const start = items.length;
+    try {
+      if (this.#sync !== null) {
+        while (items.length - start < this.chunkLen) {
+          const r = this.#sync.next();
+          if (r.done) {
+            this.#sourceDone = true;
+            break;
+          }
+          items.push(r.value);
+        }
+      } else {
+        if (this.#buffered.length < this.chunkLen && !this.#sourceDone) {
+          this.#read();
+          return -1;
+        }
+        const n = Math.min(this.chunkLen, this.#buffered.length);
+        for (let i = 0; i < n; i++) items.push(this.#buffered[i]);
+        this.#buffered.splice(0, n);
+      }
+    } catch (e) {
+      items.length = start;
+      this.#inputFailed(e);
+      return -1;
+    }
+    if (this.#sourceDone && this.#buffered.length === 0) this.exhausted = true;
+    if (items.length === start) {
+      this.#maybeFinish();
+      return -1;
+    }
+    return this.#taken++;
+  }
+
+  /** Reads an async input ahead, into #buffered, up to what the consumer allows. */
+  #read(): void {
+    if (this.#reading || this.#sourceDone || this.settled) return;
+    this.#reading = true;
+    void (async () => {
+      try {
+        while (!this.#sourceDone && !this.settled && this.#buffered.length < this.chunkLen && this.#taken - this.#consumed < this.#ahead) {
+          const r = await this.#async!.next();
+          if (r.done) this.#sourceDone = true;
+          else this.#buffered.push(r.value);
+        }
+      } catch (e) {
+        this.#inputFailed(e);
+      } finally {
+        this.#reading = false;
+      }
+      if (this.#sourceDone && this.#buffered.length === 0) {
+        this.exhausted = true;
+        this.#maybeFinish();
+      }
+      this.host.wake();
+    })();
+  }
+
+  /** The input threw: the consumer meets the error after the results of the chunks before it. */
+  #inputFailed(e: unknown): void {
+    this.#sourceDone = true;
+    this.#buffered = [];
+    this.exhausted = true;
+    this.#end = new Failure(e);
+    this.#maybeFinish();
+  }
+
+  resend(items: unknown[], _index: number, kept: unknown): void {
+    if (this.chunkLen === 1) items.push(kept);
+    else for (const x of kept as unknown[]) items.push(x);
+  }
+
+  done(index: number, values: unknown[], at: number, n: number): void {
+    this.#arrive(index, values.slice(at, at + n));
+  }
+
+  failed(index: number, error: unknown): void {
+    this.#arrive(index, new Failure(error));
+  }
+
+  #arrive(index: number, r: unknown[] | Failure): void {
+    if (this.settled) return;
+    if (this.#ordered) this.#ring[index % this.#ahead] = r;
+    else this.#arrived.push(r);
+    this.#serve();
+  }
+
+  fail(error: unknown): void {
+    if (this.settled) return;
+    this.#end = new Failure(error);
+    this.#current = null;
+    this.#arrived = [];
+    this.#ring.fill(undefined);
+    this.#finish();
+  }
+
+  /** Settles the waiting consumers that can be answered now. */
+  #serve(): void {
+    while (this.#waiters.length > 0) {
+      const r = this.#step();
+      if (r === undefined) return;
+      const w = this.#waiters.shift()!;
+      if (r instanceof Failure) w.reject(r.error);
+      else w.resolve(r);
+    }
+  }
+
+  /** The consumer's next result if there is one now (undefined: wait). */
+  #step(): IteratorResult<unknown> | Failure | undefined {
+    for (;;) {
+      if (this.#current !== null && this.#pos < this.#current.length) return { value: this.#current[this.#pos++], done: false };
+      this.#current = null;
+      if (this.#finished) {
+        // An error is met once; then the iteration is done.
+        const end = this.#end;
+        this.#end = null;
+        return end ?? { value: undefined, done: true };
+      }
+      let r: unknown[] | Failure | undefined;
+      if (this.#ordered) {
+        const at = this.#consumed % this.#ahead;
+        r = this.#ring[at] as unknown[] | Failure | undefined;
+        if (r !== undefined) this.#ring[at] = undefined;
+      } else {
+        r = this.#arrived.shift();
+      }
+      if (r === undefined) {
+        if (this.exhausted && this.#consumed === this.#taken) {
+          this.#finish();
+          continue;
+        }
+        return undefined;
+      }
+      this.#consumed++;
+      this.host.wake(); // room for one more chunk
+      if (r instanceof Failure) {
+        // CPython's imap raises at the failed item; here the iteration ends there.
+        this.host.cancel(this, false);
+        this.#end = r;
+        this.#finish();
+        continue;
+      }
+      this.#current = r;
+      this.#pos = 0;
+    }
+  }
+
+  #maybeFinish(): void {
+    if (this.exhausted && this.#consumed === this.#taken) this.#serve();
+  }
+
+  #finish(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.settle();
+    this.#closeSource();
+    this.#serve();
+  }
+
+  /** An input not read to its end is closed, as for-of closes an iterator it leaves. */
+  #closeSource(): void {
+    if (this.#sourceDone) return;
+    this.#sourceDone = true;
+    this.exhausted = true;
+    this.#buffered = [];
+    try {
+      if (this.#sync !== null) this.#sync.return?.();
+      else void this.#async!.return?.()?.then(undefined, () => {});
+    } catch {
+      // an input that fails to close: nothing more is read from it anyway
+    }
+  }
+
+  next(): Promise<IteratorResult<unknown>> {
+    if (this.#waiters.length === 0) {
+      const r = this.#step();
+      if (r instanceof Failure) return Promise.reject(r.error);
+      if (r !== undefined) return Promise.resolve(r);
+    }
+    return new Promise((resolve, reject) => {
+      this.#waiters.push({ resolve, reject });
+    });
+  }
+
+  /** Leaving early (`break`): the chunks not started are dropped, those running finish unread. */
+  return(): Promise<IteratorResult<unknown>> {
+    if (!this.settled) {
+      this.host.cancel(this, false);
+      this.#end = null;
+      this.#current = null;
+      this.#finish();
+    }
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+}
+
+/** CPython's default chunksize for map: ceil(len / (4 × processes)). */
+export function defaultChunksize(length: number, processes: number): number {
+  return Math.max(1, Math.ceil(length / (processes * 4)));
+}

@@ -1,0 +1,71 @@
+// The messages between a Pool and its workers, defined once for both sides (pool.ts and
+// pool-scheduler.ts in the parent, pool-worker.ts in the worker), over the worker set's
+// channels (NOTE [Worker set]).
+//
+// NOTE [Pool protocol]
+// Work goes to a worker in chunks (CPython's: `chunksize` items run as one unit); each chunk
+// a worker is given has a sequence number of that worker's, one more than the last, and the
+// worker runs its chunks in that order. Messages are flat arrays so that they travel as
+// PLAIN frames (NOTE [Plain frames]): a few µs for a datagram of many chunks, where a frame
+// per task would cost a system call and a wake-up each.
+//  - parent → worker: TARGET defines a task function once per worker (an id for a module
+//    and export, imported in the worker, never in the parent); RUN gives it consecutive
+//    chunks, in groups that share a target, a call slot and a mode:
+//      [RUN, firstSeq, (targetId, slot, gen, mode, chunkLen, count, items) × groups]
+//    `items` holds the groups' chunks one after the other, each `chunkLen` long but the
+//    last, which may be shorter.
+//  - worker → parent: READY once its initializer has run; INIT_FAILED with the error if it
+//    threw (the worker then exits); DONE for consecutive chunks, in order:
+//      [DONE, firstSeq, count, elapsedUs, values, status, errors]
+//    `values` holds the results of the chunks that succeeded, `chunkLen` each, one after
+//    the other; `status` is null when all succeeded, else one code per chunk (OK, FAILED,
+//    SKIPPED), and `errors` holds the errors of the FAILED ones (serialized, in order).
+//    `elapsedUs` is how long the worker spent on them: the parent sizes its windows by it.
+//  - The control block (NOTE [Pool control block]) says what messages cannot say in time.
+export const RUN = 1;
+export const TARGET = 2;
+export const READY = 3;
+export const DONE = 4;
+export const INIT_FAILED = 5;
+
+/** Fields of a group in a RUN message. */
+export const GROUP_FIELDS = 7;
+
+/** Group modes: the function is called as fn(item) (map, imap) or fn(...item) (starmap, apply). */
+export const MODE_ITEM = 0;
+export const MODE_STAR = 1;
+/** Mode flag: the call can be aborted, so its chunks never share a DONE message with another call's (NOTE [Pool aborts]). */
+export const MODE_ABORTABLE = 2;
+
+export const OK = 0;
+export const FAILED = 1;
+export const SKIPPED = 2;
+
+/** A group's call slot when the call has none (its chunks cannot be skipped). */
+export const NO_SLOT = -1;
+
+/** At most this many chunks in one RUN or DONE message (well under PLAIN frames' limits). */
+export const MAX_BATCH = 128;
+
+// NOTE [Pool control block]
+// int32 words shared by a pool and every worker it starts (control-block.ts):
+//  - progress word `id`: the sequence number of the chunk worker `id` last began. A worker
+//    stores it before it runs a chunk, so after its death the parent knows which of the
+//    chunks it held it had begun (lost with it: rejected, never run twice) and which not
+//    (sent again, to another worker).
+//  - generation word `size + slot`, per call slot. A call that is aborted, or that no
+//    longer wants its results (a map that failed, an imap left early), adds one to its
+//    slot's generation; a worker skips a chunk whose generation no longer matches and says
+//    so (SKIPPED).
+// A worker stores its progress before it reads the generation, and the parent bumps the
+// generation before it reads the progress (sequentially consistent atomics on one shared
+// mapping): whichever order they meet in, a chunk is either skipped or seen to have begun
+// (then its worker is stopped, NOTE [Pool aborts]), and both may happen, which costs a
+// worker but loses nothing.
+export const CALL_SLOTS = 4096;
+
+export const genWord = (size: number, slot: number): number => size + slot;
+
+export function controlWords(size: number): number {
+  return size + CALL_SLOTS;
+}

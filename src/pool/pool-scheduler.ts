@@ -1,0 +1,583 @@
+// The Pool's parent side: which worker holds which chunks, batches to and from them, and
+// what happens when one dies (NOTE [Pool protocol], NOTE [Pool control block]).
+//
+// NOTE [Pool windows]
+// Each worker is given at most `window` chunks at a time, in batches, and is topped up when
+// half of them have come back (an idle worker at once), so a worker always has its next
+// chunks waiting while it runs these. The window is sized so that the chunks waiting at a
+// worker take about TARGET_MS to run (from the time the worker reports): 2 for slow tasks
+// (so that a slow task holds back little, and an abort or a death has little to sort out),
+// up to MAX_WINDOW for tiny ones, where the round trips between batches are the cost.
+//
+// NOTE [Pool aborts]
+// A call that no longer wants its chunks (aborted, failed, left early) bumps its slot's
+// generation (NOTE [Pool control block]): its chunks still in the parent are dropped, and
+// those a worker has not begun are skipped there. An abort also stops (SIGTERM, then
+// SIGKILL) a worker that has begun one of its chunks, and starts another in its place; the
+// chunks that worker held and had not begun go to other workers. So that stopping a worker
+// costs no other call anything, a worker that holds chunks of a call with a signal is given
+// no other call's chunks until those are back, and the worker sends the results it has
+// before it begins such a call's chunks: when it is stopped, everything it held belongs to
+// the aborted call, or was not begun.
+import { checkMessage, encodeMessage, type Frame } from '../transport/index.js';
+import type { TargetSpec } from '../process/target.js';
+import type { StartMethod } from '../process/index.js';
+import { PoolBrokenError, ProcessExitedException, TooManyDescriptorsError } from '../errors.js';
+import type { SerializedError } from '../process/messages.js';
+import { WorkerSet, type WorkerExit } from './worker-set.js';
+import { ControlBlock } from './control-block.js';
+import { rebuildTaskError } from './task-error.js';
+import type { Call, CallHost } from './pool-calls.js';
+import type { PoolWorkerStart } from './pool-worker.js';
+import {
+  CALL_SLOTS, DONE, FAILED, INIT_FAILED, MAX_BATCH, MODE_ABORTABLE, NO_SLOT, OK, READY, RUN, TARGET, controlWords, genWord,
+} from './pool-messages.js';
+
+const MAIN = { module: new URL(`./pool-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url), export: 'main' };
+const START_WINDOW = 2;
+const MAX_WINDOW = 512;
+const RING = 1024; // > MAX_WINDOW, a power of two
+const MASK = RING - 1;
+const TARGET_US = 2000;
+/** Workers that die one after another before they are ready, before the pool gives up. */
+const MAX_START_FAILURES = 3;
+/** How long a worker stopped for an abort gets between SIGTERM and SIGKILL. */
+const ABORT_KILL_MS = 1000;
+
+export interface SchedulerOptions {
+  size: number;
+  startMethod: StartMethod;
+  initializer: TargetSpec | null;
+  initargs: unknown[];
+  /** Chunks a worker runs before it is replaced (Infinity: never). */
+  maxTasks: number;
+  /** Called once when the pool cannot go on (its initializer threw, workers keep dying at start). */
+  onBroken(error: PoolBrokenError): void;
+}
+
+/** What the parent knows of one worker id (NOTE [Pool protocol]). */
+class Worker {
+  /** Chunks [doneSeq, nextSeq) are at this worker. Sequence numbers go on across replacements. */
+  nextSeq = 0;
+  doneSeq = 0;
+  readonly calls: (Call | null)[] = new Array<Call | null>(RING).fill(null);
+  readonly index = new Int32Array(RING);
+  readonly kept: unknown[] = new Array<unknown>(RING);
+  window = START_WINDOW;
+  /** Microseconds a chunk takes here, smoothed; 0 until known. */
+  estimate = 0;
+  /** Chunks given to this worker's current process (maxtasksperchild). */
+  assigned = 0;
+  ready = false;
+  alive = true;
+  /** Stopped to end an abort (NOTE [Pool aborts]). */
+  stoppedForAbort = false;
+  /** The call with a signal whose chunks it holds, and how many (NOTE [Pool aborts]). */
+  exclusive: Call | null = null;
+  exclusiveCount = 0;
+  /** SIGKILL after an abort's SIGTERM, if it is still running then. */
+  killTimer: NodeJS.Timeout | null = null;
+  /** Task functions this process has been told of (TARGET). */
+  targets = new Set<number>();
+
+  inFlight(): number {
+    return (this.nextSeq - this.doneSeq) | 0;
+  }
+
+  /** A new process in this id's place. */
+  reset(): void {
+    this.window = START_WINDOW;
+    this.assigned = 0;
+    this.ready = false;
+    this.alive = true;
+    this.stoppedForAbort = false;
+    this.exclusive = null;
+    this.exclusiveCount = 0;
+    this.targets = new Set();
+  }
+}
+
+interface Retry {
+  call: Call;
+  index: number;
+  kept: unknown;
+}
+
+export class Scheduler implements CallHost {
+  readonly size: number;
+  readonly #set: WorkerSet;
+  readonly #control: ControlBlock;
+  readonly #ctl: Int32Array;
+  readonly #workers: Worker[];
+  readonly #maxTasks: number;
+  readonly #onBroken: (error: PoolBrokenError) => void;
+  /** Calls that may still give chunks, in the order they were made (CPython's task queue). */
+  #queue: Call[] = [];
+  /** Chunks taken back from dead workers, to send before anything else. */
+  #retry: Retry[] = [];
+  /** Calls with chunks outstanding or still to give: the pool is busy while there are any. */
+  readonly #active = new Set<Call>();
+  readonly #freeSlots: number[] = [];
+  readonly #targets = new Map<string, number>();
+  readonly #targetList: TargetSpec[] = [];
+  #start: PoolWorkerStart | null;
+  #startFailures = 0;
+  /** Chunks taken from calls and not finished, over all calls. */
+  #outstanding = 0;
+  #pumping = false;
+  #rotate = 0;
+  #broken = false;
+  #stopping: Promise<void> | null = null;
+  #idle: (() => void) | null = null;
+
+  constructor(options: SchedulerOptions) {
+    const { size } = options;
+    this.size = size;
+    this.#maxTasks = options.maxTasks;
+    this.#onBroken = options.onBroken;
+    for (let s = CALL_SLOTS - 1; s >= 0; s--) this.#freeSlots.push(s);
+    // Progress words start at -1: no chunk started (NOTE [Pool control block]).
+    this.#control = ControlBlock.create(controlWords(size));
+    this.#ctl = this.#control.words;
+    this.#ctl.fill(-1, 0, size);
+    this.#workers = Array.from({ length: size }, () => new Worker());
+    this.#start = {
+      control: this.#control,
+      size,
+      initializer: options.initializer,
+      initargs: options.initargs,
+    };
+    try {
+      this.#set = new WorkerSet({
+        main: MAIN,
+        size,
+        startMethod: options.startMethod,
+        args: () => [this.#start],
+        onMessage: (id, m) => this.#onMessage(id, m as unknown[]),
+        onExit: (id, exit) => this.#onExit(id, exit),
+      });
+    } catch (e) {
+      this.#control.close();
+      throw e;
+    }
+  }
+
+  /** The id of a task function, defined to each worker before its first chunk. */
+  targetId(target: TargetSpec): number {
+    const key = `${target.exportName}\0${target.module}\0${target.base}`;
+    let id = this.#targets.get(key);
+    if (id === undefined) {
+      id = this.#targetList.length;
+      this.#targetList.push(target);
+      this.#targets.set(key, id);
+    }
+    return id;
+  }
+
+  /** Takes a new call's chunks in turn with those before it. */
+  submit(call: Call, abortable: boolean, skippable: boolean): void {
+    if (call.settled) return;
+    if ((abortable || skippable) && this.#freeSlots.length > 0) {
+      call.slot = this.#freeSlots.pop()!;
+      call.gen = Atomics.load(this.#ctl, genWord(this.size, call.slot));
+    }
+    call.abortable = abortable;
+    this.#queue.push(call);
+    this.#active.add(call);
+    this.#pump();
+  }
+
+  /** PIDs (threadIds) of the workers now running. */
+  pids(): number[] {
+    const out: number[] = [];
+    for (let id = 0; id < this.size; id++) {
+      const pid = this.#set.pid(id);
+      if (pid !== null) out.push(pid);
+    }
+    return out;
+  }
+
+  // --- CallHost ---------------------------------------------------------------------------
+
+  wake(): void {
+    this.#pump();
+  }
+
+  cancel(call: Call, kill: boolean): void {
+    if (call.slot !== NO_SLOT) Atomics.add(this.#ctl, genWord(this.size, call.slot), 1);
+    if (this.#retry.length > 0) {
+      const kept = this.#retry.filter((r) => r.call !== call);
+      for (let k = kept.length; k < this.#retry.length; k++) this.#chunkFinished(call);
+      this.#retry = kept;
+    }
+    call.exhausted = true;
+    if (kill) {
+      for (let id = 0; id < this.size; id++) {
+        const w = this.#workers[id]!;
+        if (!w.alive) continue;
+        const p = Atomics.load(this.#ctl, id);
+        const since = (p - w.doneSeq) | 0;
+        if (since < 0 || since >= w.inFlight() || w.calls[p & MASK] !== call) continue;
+        this.#stopForAbort(id, w);
+      }
+    }
+    this.#checkDone(call);
+  }
+
+  #stopForAbort(id: number, w: Worker): void {
+    if (w.stoppedForAbort) return;
+    w.stoppedForAbort = true;
+    this.#set.kill(id, 'SIGTERM');
+    w.killTimer = setTimeout(() => {
+      w.killTimer = null;
+      if (w.alive) this.#set.kill(id, 'SIGKILL');
+    }, ABORT_KILL_MS).unref();
+  }
+
+  // --- dispatch ---------------------------------------------------------------------------
+
+  /** Gives each worker with room the next chunks (NOTE [Pool windows]). */
+  #pump(): void {
+    if (this.#pumping || this.#broken) return;
+    this.#pumping = true;
+    try {
+      // Which workers take chunks now: those with half their window back (so that batches
+      // stay large), and idle ones at once.
+      const taking: number[] = [];
+      for (let n = 0; n < this.size; n++) {
+        const id = (this.#rotate + n) % this.size;
+        const w = this.#workers[id]!;
+        const room = this.#room(w);
+        if (w.alive && room > 0 && (room >= w.window >> 1 || w.inFlight() === 0)) taking.push(id);
+      }
+      // In rounds of half a window each, so that a few slow tasks spread over every worker
+      // rather than filling the first ones' windows.
+      while (taking.length > 0 && this.#hasWork()) {
+        for (let k = 0; k < taking.length; k++) {
+          const id = taking[k]!;
+          const w = this.#workers[id]!;
+          const room = this.#room(w);
+          const sent = room > 0 && w.alive ? this.#fill(id, w, Math.min(room, Math.max(1, w.window >> 1), MAX_BATCH)) : 0;
+          if (sent === 0 || sent === room) taking.splice(k--, 1);
+        }
+      }
+      this.#rotate = (this.#rotate + 1) % this.size;
+    } finally {
+      this.#pumping = false;
+    }
+    // Outstanding chunks keep the process alive; a call waiting for its consumer does not.
+    this.#set.keepAlive(this.#outstanding > 0);
+  }
+
+  /** How many more chunks worker `w` may be given now. */
+  #room(w: Worker): number {
+    return Math.min(w.window - w.inFlight(), this.#maxTasks - w.assigned);
+  }
+
+
+  #hasWork(): boolean {
+    if (this.#retry.length > 0) return true;
+    while (this.#queue.length > 0 && (this.#queue[0]!.exhausted || this.#queue[0]!.settled)) this.#queue.shift();
+    return this.#queue.length > 0;
+  }
+
+  /** Sends worker `id` one batch of at most `max` chunks; returns how many. */
+  #fill(id: number, w: Worker, max: number): number {
+    for (let cap = max; ; cap = Math.max(1, cap >> 1)) {
+      const taken = this.#takeBatch(w, cap);
+      if (taken.length === 0) return 0;
+      const batch = this.#encodeBatch(id, w, taken);
+      if (batch === 'retry') continue; // too many descriptors: a smaller batch
+      if (batch === null) continue; // some calls could not send their items: they failed, the rest again
+      const first = w.nextSeq;
+      for (let k = 0; k < taken.length; k++) {
+        const t = taken[k]!;
+        if (t.call.abortable) {
+          w.exclusive = t.call;
+          w.exclusiveCount++;
+        }
+        const at = (first + k) & MASK;
+        w.calls[at] = t.call;
+        w.index[at] = t.index;
+        w.kept[at] = t.call.retains ? t.kept : undefined;
+      }
+      w.nextSeq = (first + taken.length) | 0;
+      w.assigned += taken.length;
+      // False: the worker is dead and its exit not seen yet; its exit sends these again.
+      this.#set.sendFrame(id, batch);
+      return taken.length;
+    }
+  }
+
+  /**
+   * The next chunks for worker `w`, retried ones first; each with its items. A worker that
+   * holds chunks of a call with a signal gets only more of that call's (NOTE [Pool aborts]).
+   */
+  #takeBatch(w: Worker, max: number): Taken[] {
+    const out: Taken[] = [];
+    let only = w.exclusive;
+    for (let r = 0; r < this.#retry.length && out.length < max; ) {
+      const { call, index, kept } = this.#retry[r]!;
+      if (call.settled) {
+        this.#retry.splice(r, 1);
+        this.#chunkFinished(call);
+        continue;
+      }
+      if (only !== null && call !== only) {
+        r++;
+        continue;
+      }
+      this.#retry.splice(r, 1);
+      if (call.abortable) only = call;
+      const items: unknown[] = [];
+      call.resend(items, index, kept);
+      out.push({ call, index, kept, items });
+    }
+    for (let q = 0; q < this.#queue.length && out.length < max; ) {
+      const call = this.#queue[q]!;
+      if (call.settled || call.exhausted || (only !== null && call !== only)) {
+        q++;
+        continue;
+      }
+      const items: unknown[] = [];
+      const index = call.take(items);
+      if (index < 0) {
+        q++; // nothing from it now: the next call's chunks may go
+        this.#checkDone(call);
+        continue;
+      }
+      call.inFlight++;
+      this.#outstanding++;
+      if (call.abortable) only = call;
+      out.push({ call, index, kept: call.chunkLen === 1 ? items[0] : items, items });
+    }
+    return out;
+  }
+
+  /** The RUN frame of `taken` (after any TARGET it needs); null or 'retry' when it could not be made. */
+  #encodeBatch(id: number, w: Worker, taken: Taken[]): Frame | null | 'retry' {
+    for (const t of taken) {
+      if (w.targets.has(t.call.target)) continue;
+      const def = this.#targetList[t.call.target]!;
+      this.#set.send(id, [TARGET, t.call.target, def.module, def.exportName, def.base]);
+      w.targets.add(t.call.target);
+    }
+    const msg: unknown[] = [RUN, w.nextSeq];
+    let group: unknown[] | null = null;
+    let groupCall: Call | null = null;
+    let at = 0;
+    for (const t of taken) {
+      const c = t.call;
+      // A chunk continues the group of the chunk before it if it is of the same call, and
+      // that one was full (only a group's last chunk may be short).
+      if (groupCall !== c || (msg[at + 5] as number) * c.chunkLen !== group!.length) {
+        at = msg.length;
+        group = [];
+        groupCall = c;
+        msg.push(c.target, c.slot, c.gen, c.mode | (c.abortable ? MODE_ABORTABLE : 0), c.chunkLen, 0, group);
+      }
+      for (const x of t.items) group!.push(x);
+      msg[at + 5] = (msg[at + 5] as number) + 1;
+    }
+    try {
+      return encodeMessage(msg);
+    } catch (e) {
+      return this.#unsendable(taken, e);
+    }
+  }
+
+  /** A batch that cannot be encoded: fail the calls whose items cannot travel, and take the rest back. */
+  #unsendable(taken: Taken[], e: unknown): null | 'retry' {
+    let culprit = false;
+    for (const t of taken) {
+      if (t.call.settled) continue;
+      try {
+        checkMessage(t.items, 'items');
+      } catch (err) {
+        culprit = true;
+        this.cancel(t.call, false);
+        t.call.fail(err);
+      }
+    }
+    if (!culprit && !(e instanceof TooManyDescriptorsError && taken.length > 1)) {
+      // Nothing to blame on one call: all of them fail with it (not seen to happen).
+      for (const t of taken) if (!t.call.settled) t.call.fail(e);
+    }
+    // Back in front, in order: the settled ones are let go when next taken.
+    this.#retry.unshift(...taken.map((t) => ({ call: t.call, index: t.index, kept: t.kept })));
+    return culprit ? null : 'retry';
+  }
+
+  // --- results and exits ---------------------------------------------------------------------
+
+  #onMessage(id: number, m: unknown[]): void {
+    switch (m[0]) {
+      case DONE:
+        this.#onDone(id, m);
+        break;
+      case READY:
+        this.#workers[id]!.ready = true;
+        this.#startFailures = 0;
+        break;
+      case INIT_FAILED: {
+        const cause = rebuildTaskError(m[1] as SerializedError);
+        this.#fail(new PoolBrokenError(`The pool's initializer threw in worker ${id}: ${cause.message}. The pool cannot run tasks; fix the initializer and make a new Pool.`, { cause }));
+        break;
+      }
+    }
+  }
+
+  #onDone(id: number, m: unknown[]): void {
+    const w = this.#workers[id]!;
+    const first = m[1] as number;
+    const count = m[2] as number;
+    const values = m[4] as unknown[];
+    const status = m[5] as number[] | null;
+    const errors = m[6] as SerializedError[] | null;
+    let v = 0;
+    let e = 0;
+    for (let k = 0; k < count; k++) {
+      const at = (first + k) & MASK;
+      const call = w.calls[at]!;
+      const index = w.index[at]!;
+      const kept = w.kept[at];
+      w.calls[at] = null;
+      w.kept[at] = undefined;
+      if (call === w.exclusive && --w.exclusiveCount === 0) w.exclusive = null;
+      const st = status === null ? OK : status[k]!;
+      if (st === OK) {
+        const n = call.lengthOf(index, kept);
+        if (!call.settled) call.done(index, values, v, n);
+        v += n;
+      } else if (st === FAILED) {
+        const err = errors![e++]!;
+        if (!call.settled) call.failed(index, rebuildTaskError(err));
+      }
+      this.#chunkFinished(call);
+    }
+    w.doneSeq = (first + count) | 0;
+    const perChunk = (m[3] as number) / count;
+    w.estimate = w.estimate === 0 ? perChunk : 0.7 * w.estimate + 0.3 * perChunk;
+    w.window = Math.max(START_WINDOW, Math.min(MAX_WINDOW, Math.floor(TARGET_US / Math.max(w.estimate, 0.01))));
+    if (w.assigned >= this.#maxTasks && w.inFlight() === 0 && w.alive && !this.#stopping) {
+      // maxtasksperchild: every chunk it was given is back; a new process takes its place.
+      this.#set.replace(id);
+      w.reset();
+    }
+    this.#pump();
+  }
+
+  #onExit(id: number, exit: WorkerExit): void {
+    const w = this.#workers[id]!;
+    w.alive = false;
+    if (w.killTimer !== null) clearTimeout(w.killTimer);
+    w.killTimer = null;
+    const p = Atomics.load(this.#ctl, id);
+    const back: Retry[] = [];
+    for (let seq = w.doneSeq; seq !== w.nextSeq; seq = (seq + 1) | 0) {
+      const at = seq & MASK;
+      const call = w.calls[at]!;
+      const index = w.index[at]!;
+      const kept = w.kept[at];
+      w.calls[at] = null;
+      w.kept[at] = undefined;
+      const started = ((seq - p) | 0) <= 0;
+      if (call.settled) this.#chunkFinished(call);
+      else if (!started) back.push({ call, index, kept });
+      else {
+        call.failed(index, lostError(id, exit));
+        this.#chunkFinished(call);
+      }
+    }
+    w.doneSeq = w.nextSeq;
+    w.exclusive = null;
+    w.exclusiveCount = 0;
+    this.#retry.unshift(...back);
+    if (this.#broken || this.#stopping) return;
+    if (!w.ready && !w.stoppedForAbort && ++this.#startFailures >= MAX_START_FAILURES) {
+      this.#fail(new PoolBrokenError(`${MAX_START_FAILURES} workers in a row ended before they were ready (the last: ${exit.error?.message ?? `exit code ${exit.exitCode}`}); the pool stops trying.`, { cause: exit.error }));
+      return;
+    }
+    this.#set.replace(id);
+    w.reset();
+    this.#pump();
+  }
+
+  #chunkFinished(call: Call): void {
+    call.inFlight--;
+    this.#outstanding--;
+    this.#checkDone(call);
+  }
+
+  /** A call with nothing outstanding and nothing more to give leaves the pool's work. */
+  #checkDone(call: Call): void {
+    if (call.inFlight > 0 || !(call.exhausted || call.settled) || !this.#active.delete(call)) return;
+    if (call.slot !== NO_SLOT) {
+      this.#freeSlots.push(call.slot);
+      call.slot = NO_SLOT;
+    }
+    if (this.#outstanding === 0) this.#set.keepAlive(false);
+    if (this.#active.size === 0) this.#idle?.();
+  }
+
+  /** The pool cannot go on: every call fails with `error`, the workers are stopped. */
+  #fail(error: PoolBrokenError): void {
+    if (this.#broken) return;
+    this.#broken = true;
+    for (const call of [...this.#active]) call.fail(error);
+    this.#onBroken(error);
+    // Asked, not signalled: a worker still importing its initializer's module finishes that
+    // first (a thread stopped while its loader has a file open leaks that descriptor).
+    void this.stop();
+  }
+
+  // --- the end ----------------------------------------------------------------------------
+
+  /** Resolves once no call has work left (close()). */
+  idle(): Promise<void> {
+    if (this.#active.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const prev = this.#idle;
+      this.#idle = () => {
+        this.#idle = prev;
+        prev?.();
+        resolve();
+      };
+    });
+  }
+
+  /** Asks the workers to stop (they have nothing to do), then as the worker set escalates. */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#set.stop().finally(() => this.#ended());
+    return this.#stopping;
+  }
+
+  /** Stops the workers now: SIGTERM, then SIGKILL. Pending calls are the caller's to fail. */
+  terminate(): Promise<void> {
+    this.#stopping ??= this.#set.terminate().finally(() => this.#ended());
+    return this.#stopping;
+  }
+
+  /** The workers are gone: nothing is held for new ones (the initializer's arguments' tensors among it). */
+  #ended(): void {
+    this.#control.close();
+    this.#start = null;
+  }
+
+  /** Every call that has not settled (to fail them at terminate()). */
+  pending(): Call[] {
+    return [...this.#active].filter((c) => !c.settled);
+  }
+}
+
+interface Taken {
+  call: Call;
+  index: number;
+  kept: unknown;
+  items: unknown[];
+}
+
+/** What a chunk lost with its worker rejects with: how the worker ended (exit code 0 included, mid-task). */
+function lostError(id: number, exit: WorkerExit): Error {
+  return exit.error ?? new ProcessExitedException(`process ${id} terminated with exit code ${exit.exitCode}`, id, exit.pid, exit.exitCode);
+}

@@ -1,0 +1,94 @@
+// A Pool's life: `await using` (close and join: the work started in the block finishes),
+// terminate() + join() leaving no process, segment or descriptor, a single-file program
+// whose task function is in its own entry module (main code awaited at top level), a task
+// module that starts a pool at its top level, and the seed program of examples/.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { checkLeaks } from '../helpers/leaks.js';
+import { isCoded } from '../helpers/errors.js';
+import { running } from '../helpers/procs.js';
+import { fixture, startPeer } from '../helpers/child.js';
+import { openPool, stopPoolsAfter, task } from './pools.js';
+import { Event as MpEvent, Pool, PoolTerminatedError, TargetLoadError, getSharingStrategy, setSharingStrategy, type StartMethod, type Tensor } from '../../src/index.js';
+
+stopPoolsAfter();
+checkLeaks();
+
+const TIMEOUT = { timeout: 60_000 };
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
+for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
+  describe(`pool lifecycle, startMethod '${startMethod}'`, () => {
+    it('await using: leaving the block lets the calls made in it finish, then the workers exit', TIMEOUT, async () => {
+      let results: number[] | null = null;
+      let pids: number[] = [];
+      {
+        await using pool = new Pool({ processes: 2, startMethod });
+        void pool.map<number>(task('later'), range(300), { chunksize: 1 }).then((r) => (results = r));
+        await pool.apply(task('square'), [1]);
+        pids = pool.pids();
+      }
+      assert.deepEqual(results, range(300).map((x) => x * 10));
+      if (startMethod === 'spawn') for (const pid of pids) assert.equal(running(pid), false);
+    });
+
+    it('terminate() + join(): the calls reject, and no worker, segment or descriptor is left', TIMEOUT, async () => {
+      for (const strategy of ['file_descriptor', 'file_system'] as const) {
+        const saved = getSharingStrategy();
+        setSharingStrategy(strategy);
+        try {
+          const pool = openPool({ processes: 2, startMethod });
+          const made = await pool.map<Tensor>(task('makeTensor'), range(8));
+          const started = new MpEvent();
+          const release = new MpEvent();
+          const held = pool.apply(task('block'), [started, release]);
+          const queued = pool.map(task('makeTensor'), range(50), { chunksize: 1 });
+          await started.wait();
+          const pids = pool.pids();
+          pool.terminate();
+          await assert.rejects(held, isCoded(PoolTerminatedError, 'ERR_TP_POOL_TERMINATED'));
+          await assert.rejects(queued, isCoded(PoolTerminatedError, 'ERR_TP_POOL_TERMINATED'));
+          await pool.join();
+          assert.deepEqual(pool.pids(), []);
+          if (startMethod === 'spawn') for (const pid of pids) assert.equal(running(pid), false);
+          for (const t of made) t.release();
+          started.close();
+          release.close();
+        } finally {
+          setSharingStrategy(saved);
+        }
+      }
+      // The file's leak check looks for what is left in /dev/shm and among descriptors.
+    });
+
+    it('a task function exported from the program\'s own entry module, its main code awaited at top level', TIMEOUT, async () => {
+      const peer = startPeer(fixture(import.meta.url, 'self-pool.js'), [startMethod]);
+      assert.deepEqual(await peer.next(), [1, 8, 27, 64]);
+      assert.deepEqual(await peer.exited, { code: 0, signal: null });
+    });
+
+    it('a task module that starts a pool at its top level is refused in the worker, with the fix in the message', TIMEOUT, async () => {
+      const pool = openPool({ processes: 1, startMethod });
+      const unguarded = { module: new URL('./fixtures/unguarded.js', import.meta.url), export: 'twice' };
+      const e = await pool.apply(unguarded, [2]).then(() => null, (err: unknown) => err);
+      isCoded(TargetLoadError, 'ERR_TP_TARGET_LOAD')(e);
+      assert.equal(((e as Error).cause as { code?: string }).code, 'ERR_TP_SPAWN_IN_BOOTSTRAP');
+      assert.match((e as Error).message, /parentProcess\(\) === null/);
+      assert.equal(await pool.apply(task('square'), [2]), 4);
+    });
+  });
+}
+
+describe('examples', () => {
+  it("the Chinese seed's program: file_system, Pool(4).map over shared data, each worker computing on it", TIMEOUT, async () => {
+    const script = fileURLToPath(new URL('../../examples/seed-pool.js', import.meta.url));
+    const peer = startPeer(script, ['--json']);
+    const report = await peer.next();
+    assert.equal(report.strategy, 'file_system');
+    assert.equal(report.processes, 4);
+    assert.equal(report.results.length, 4);
+    assert.deepEqual(report.mismatches, []);
+    assert.deepEqual(await peer.exited, { code: 0, signal: null });
+  });
+});
