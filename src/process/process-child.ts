@@ -100,4 +100,3 @@ export class ProcessChild extends ChildHandle {
     else this.#child.unref();
   }
 }
-

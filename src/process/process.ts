@@ -40,6 +40,8 @@ export class Process {
   readonly #args: readonly unknown[];
   #identity: Identity;
   #child: ChildHandle | null = null;
+  /** The child's failure, made once it has exited (undefined until then). */
+  #failure: Error | null | undefined = undefined;
   #closed = false;
   #joiners = 0;
 
@@ -98,7 +100,8 @@ export class Process {
 
   /** What the child failed with (it threw, could not load its target, or could not start), or null. */
   get error(): Error | null {
-    return this.#started('read its error')?.failure(null) ?? null;
+    this.#started('read its error');
+    return this.#failure ?? null;
   }
 
   /** Starts the child. Its pid is known when this returns. */
@@ -156,7 +159,7 @@ export class Process {
   }
 
   #onExit(child: ChildHandle): void {
-    const failure = child.failure(null);
+    const failure = (this.#failure = child.failure(null));
     if (!failure) return;
     // Python prints a failed child's traceback on stderr: so that a failure nobody asks
     // about is not lost (spawn() children report theirs through join() instead).

@@ -181,6 +181,7 @@ for (const startMethod of ['spawn', 'thread'] as const) {
         await p.join();
       });
       assert.equal(p.exitCode, 1);
+      assert.equal(p.error, p.error, 'one error object');
       const e = p.error as Error & { code: string };
       assert.equal(e.name, 'RangeError');
       assert.equal(e.message, 'bad rank');
