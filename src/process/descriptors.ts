@@ -4,7 +4,6 @@
 // 'error' event (ERR_WORKER_INIT_FAILED) of a thread that then "exits" with code 0 (its
 // event loop needs four). So that many are opened and closed again first, and running out
 // is a TooManyFilesError thrown by the start itself, with nothing left running.
-import { TooManyFilesError } from '../errors.js';
 import { addon, systemError } from '../native/index.js';
 
 /** Throws TooManyFilesError unless `pairs` socket pairs (2 descriptors each) could be opened now. */
@@ -40,9 +39,6 @@ export function channelPair(what: string): [number, number] {
 /** A Worker's start failure as a coded error: out of descriptors is a TooManyFilesError, as for a process. */
 export function workerStartError(e: unknown, what: string): Error {
   const text = String((e as Error)?.message ?? e);
-  if (!/EMFILE|ENFILE/.test(text)) return e as Error;
-  return new TooManyFilesError(
-    `${what}: ${text}. The open-file limit is reached: raise it (ulimit -n) or hold fewer descriptors open.`,
-    { code: /ENFILE/.test(text) ? 'ENFILE' : 'EMFILE', syscall: 'worker' },
-  );
+  const code = /ENFILE/.test(text) ? 'ENFILE' : /EMFILE/.test(text) ? 'EMFILE' : null;
+  return code ? systemError({ code, syscall: 'new Worker', message: text }, what) : (e as Error);
 }
