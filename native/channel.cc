@@ -6,6 +6,7 @@
 #include "common.h"
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <linux/sockios.h>
@@ -96,6 +97,9 @@ Napi::Value Send(const Napi::CallbackInfo& info) {
 // over one storage); a message with more that finds fewer free is still lost, and reported
 // as EMFILE from `recvmsg` (its descriptors closed). Another thread of the process can take
 // the slot between the two calls: then too the message is reported lost.
+// A reserve closed for a receive that then finds nothing waiting is replaced at once (an
+// eventfd, which holds nothing: one system call while this side has nothing to do anyway)
+// and handed back in fdsOut[0], so that the next receive needs no probe either.
 // A zero-length datagram reads as 0 like the end of the stream: it is the end only if every
 // sending end is closed (RDHUP) and nothing else waits (SIOCINQ), else it is returned as -2
 // (no tensorproc process sends one; the caller drops it).
@@ -132,7 +136,8 @@ bool AtEnd(int sock) {
 }
 
 // recv(fd, buffer, fdsOut, reserve = -1) -> length of the datagram, -EAGAIN when none is
-// waiting, -1 at end of stream (every peer closed), -2 for a zero-length datagram. fdsOut[0]
+// waiting (then, if a reserve was given, fdsOut[0] is its replacement or -1), -1 at end of
+// stream (every peer closed), -2 for a zero-length datagram. fdsOut[0]
 // receives the descriptor count and fdsOut[1..] the descriptors (close-on-exec). `reserve`:
 // NOTE [Receiving descriptors] (a descriptor to close first, -1 to probe, -2 for neither).
 // A datagram larger than the buffer, or with more descriptors than fdsOut holds, is an error
@@ -160,7 +165,10 @@ Napi::Value Recv(const Napi::CallbackInfo& info) {
   ssize_t r;
   do { r = recvmsg(static_cast<int>(fd), &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT); } while (r < 0 && errno == EINTR);
   if (r < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return Napi::Number::New(info.Env(), -EAGAIN);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (reserve >= 0) fdsOut[0] = eventfd(0, EFD_CLOEXEC);  // -1 if none can be had: the next receive probes
+      return Napi::Number::New(info.Env(), -EAGAIN);
+    }
     ThrowErrno(info.Env(), errno, "recvmsg");
     return info.Env().Undefined();
   }
@@ -295,12 +303,21 @@ class Poll : public Napi::ObjectWrap<Poll> {
   Napi::AsyncContext ctx_;
 };
 
+// reserveFd() -> a descriptor that holds nothing (an eventfd), to keep a slot for later
+// (NOTE [Receive reserve], src/sharing/descriptors.ts).
+Napi::Value ReserveFd(const Napi::CallbackInfo& info) {
+  int fd = eventfd(0, EFD_CLOEXEC);
+  if (fd < 0) { ThrowErrno(info.Env(), errno, "eventfd"); return info.Env().Undefined(); }
+  return Napi::Number::New(info.Env(), fd);
+}
+
 }  // namespace
 
 void InitChannel(Napi::Env env, Napi::Object exports) {
   exports.Set("socketpair", Napi::Function::New(env, Socketpair));
   exports.Set("send", Napi::Function::New(env, Send));
   exports.Set("recv", Napi::Function::New(env, Recv));
+  exports.Set("reserveFd", Napi::Function::New(env, ReserveFd));
   exports.Set("Poll", Poll::Class(env));
 }
 

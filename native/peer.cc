@@ -132,6 +132,13 @@ Napi::Value RaiseFileLimit(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(rl.rlim_cur));
 }
 
+// fileLimit() -> the open-file soft limit now (getrlimit; another process may change it).
+Napi::Value FileLimit(const Napi::CallbackInfo& info) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) { ThrowErrno(info.Env(), errno, "getrlimit"); return info.Env().Undefined(); }
+  return Napi::Number::New(info.Env(), rl.rlim_cur == RLIM_INFINITY ? 1e9 : static_cast<double>(rl.rlim_cur));
+}
+
 }  // namespace
 
 void InitPeer(Napi::Env env, Napi::Object exports) {
@@ -142,6 +149,7 @@ void InitPeer(Napi::Env env, Napi::Object exports) {
   exports.Set("pidfdOpen", Napi::Function::New(env, PidfdOpen));
   exports.Set("tryLock", Napi::Function::New(env, TryLock));
   exports.Set("raiseFileLimit", Napi::Function::New(env, RaiseFileLimit));
+  exports.Set("fileLimit", Napi::Function::New(env, FileLimit));
 }
 
 }  // namespace tp

@@ -343,3 +343,14 @@ export class AbortError extends Error {
     super(message, options);
   }
 }
+
+// --- sharing: descriptors --------------------------------------------------------------
+/**
+ * Emitted as a process warning, once, not thrown: a received file_descriptor tensor had to be
+ * copied to be sent on (its descriptor was closed to stay within the open-file limit), so
+ * its receiver does not share memory with its sender (NOTE [Kept descriptors]).
+ */
+export class ForwardCopyWarning extends Error {
+  readonly code = 'ERR_TP_FORWARD_COPY';
+  override name = 'ForwardCopyWarning';
+}

@@ -59,9 +59,12 @@ export interface Addon {
   /**
    * Datagram length, -EAGAIN (-11) when none waits, -1 at end of stream, -2 for a zero-length
    * datagram. `reserve`: a descriptor to close first, RECV_PROBE (default) or RECV_NO_PROBE
-   * (NOTE [Receiving descriptors] in channel.cc).
+   * (NOTE [Receiving descriptors] in channel.cc); given one and finding nothing, it leaves a
+   * replacement (or -1) in fdsOut[0].
    */
   recv(fd: number, buffer: Uint8Array, fdsOut: Int32Array, reserve?: number): number;
+  /** A descriptor that holds nothing (an eventfd): a slot kept for later. */
+  reserveFd(): number;
   Poll: new (fd: number, callback: (status: number, events: number) => void) => NativePoll;
 
   setParentDeathSignal(signal: number): void;
@@ -82,6 +85,8 @@ export interface Addon {
   tryLock(fd: number): boolean;
   /** Raises the open-file soft limit to the hard limit; returns the soft limit now. */
   raiseFileLimit(): number;
+  /** The open-file soft limit now. */
+  fileLimit(): number;
 
   // fill.cc
   /** Fills every byte of `target` with `pattern` (16 bytes, repeated) by streaming stores. */
@@ -151,5 +156,11 @@ function load(): { addon: Addon; path: string } {
 
 const loaded = load();
 export const addon: Addon = loaded.addon;
+/**
+ * The open-file soft limit, raised to the hard limit at load (NOTE [Kept descriptors],
+ * src/sharing/descriptors.ts): as Go's runtime does, so that holding many shared tensors
+ * does not run out of descriptors at a soft limit set for select()-era programs.
+ */
+export const fileLimit: number = addon.raiseFileLimit();
 /** Where the addon was loaded from. */
 export const addonPath: string = loaded.path;

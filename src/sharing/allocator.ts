@@ -3,9 +3,10 @@
 import { isMainThread } from 'node:worker_threads';
 import { addon } from '../native/index.js';
 import { setSharedAllocator, type SharedBacking } from '../tensor/index.js';
-import { SegmentCache } from './segment-cache.js';
+import { DECAY_TICKS, HOUSEKEEPING_MS, SegmentCache } from './segment-cache.js';
 import { ReceiveCache } from './receive-cache.js';
 import type { Segment } from './segment.js';
+import { onShed, releaseReceived } from './descriptors.js';
 
 /** A lease buffer that never reached user code, and its state, kept for the next lease. */
 export interface Spare {
@@ -15,6 +16,24 @@ export interface Spare {
 
 export const cache = new SegmentCache<Spare>();
 export const received = new ReceiveCache<Spare>();
+onShed(() => cache.clear()); // NOTE [Kept descriptors]: free and busy segments go first
+
+// NOTE [Dead holders], NOTE [Cache decay] (segment-cache.ts): looked at while anything is
+// cached or parked; the timer never keeps the process alive, and stops when all is empty.
+let housekeepingTimer: NodeJS.Timeout | null = null;
+
+function housekeeping(): void {
+  cache.housekeeping();
+  received.housekeeping(DECAY_TICKS);
+  if (cache.idle && received.size === 0 && housekeepingTimer !== null) {
+    clearInterval(housekeepingTimer);
+    housekeepingTimer = null;
+  }
+}
+
+function wantHousekeeping(): void {
+  if (housekeepingTimer === null) housekeepingTimer = setInterval(housekeeping, HOUSEKEEPING_MS).unref();
+}
 
 // Segments that have had a lease in this process, for the exit cleanup (those with a live
 // lease then drop their hold). A segment is listed once, not on every lease: a Set add and
@@ -82,6 +101,7 @@ function checkOutliving(): void {
     } else if (seg.liveBuffers() === 0) {
       outliving.delete(seg);
       seg.unref();
+      releaseReceived(seg);
       received.park(seg, null);
     }
   }
@@ -106,12 +126,14 @@ function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
   state.ended = true;
   const seg = state.segment;
   seg.leased = false;
+  if (housekeepingTimer === null) wantHousekeeping();
   if (state.owned) {
     cache.give(seg, spare, how === 'collected' || how === 'moved');
   } else if (how === 'moved' || (how === 'collected' && seg.liveBuffers() > 0)) {
     addOutliving(seg); // NOTE [Moved buffers]
   } else {
     seg.unref();
+    releaseReceived(seg);
     received.park(seg, spare);
   }
 }

@@ -3,8 +3,9 @@
 // reduce/rebuild registry builds on these two functions.
 import { addon } from '../native/index.js';
 import { Storage } from '../tensor/index.js';
-import { BadHandleError } from '../errors.js';
+import { BadHandleError, TooManyFilesError } from '../errors.js';
 import { Lease, received, emptySegmentCaches, type Spare } from './allocator.js';
+import { closeKept, closeReserve, keepReceived, touchKept, warnForwardCopy, withReserve } from './descriptors.js';
 import { Segment, fdIdentity, type FdIdentity } from './segment.js';
 import type { SharingStrategy } from './strategy.js';
 
@@ -30,47 +31,16 @@ export interface ExportedStorage {
   readonly segment: Segment;
 }
 
-// NOTE [Kept descriptors]
-// A receiver must not hold one descriptor per received tensor (PyTorch's "Too many open
-// files"), yet a memfd can only be passed on, or sent back to its owner as the same memory,
-// with a descriptor. So a receiver keeps the descriptors of the segments it received most
-// recently, at most KEEP_FDS of them, and closes the oldest beyond that: forwarding a tensor
-// soon after receiving it (a pipeline stage, a worker returning its argument) sends the
-// same memory; forwarding one whose descriptor was closed copies it once into a segment of
-// this process (exportStorage). Owners keep their own segments' descriptors in their cache.
-const KEEP_FDS = Number(process.env.TENSORPROC_KEEP_FDS) >= 0 ? Number(process.env.TENSORPROC_KEEP_FDS) : 16;
-const kept = new Map<Segment, true>(); // insertion order: least recently used first
-
-/** Marks a kept segment most recently used; one that is not kept stays out. */
-function touch(segment: Segment): void {
-  if (kept.delete(segment)) kept.set(segment, true);
-}
-
-/** Keeps `fd` for `segment` (null: the segment holds its descriptor already). */
-function keep(segment: Segment, fd: number | null): void {
-  if (fd !== null) segment.keepFd(fd);
-  if (KEEP_FDS === 0) {
-    segment.closeFd();
-    return;
-  }
-  kept.delete(segment);
-  kept.set(segment, true);
-  if (kept.size > KEEP_FDS) {
-    const [oldest] = kept.keys();
-    kept.delete(oldest!);
-    oldest!.closeFd();
-  }
-}
-
 /**
- * Gives back the shared memory and descriptors this process keeps for reuse: free segments
- * of its cache, parked mappings of received ones, and kept descriptors (NOTE [Kept
- * descriptors]), like torch.cuda.empty_cache(). Tensors in use are not affected.
+ * Gives back the shared memory and descriptors this process keeps: free segments of its
+ * cache, parked mappings of received ones, the receive reserve, and the descriptors kept so
+ * that received tensors can be passed on (NOTE [Kept descriptors]: one passed on after this
+ * is copied, announced once), like torch.cuda.empty_cache(). Tensors in use keep working.
  */
 export function emptyCache(): void {
-  for (const segment of kept.keys()) segment.closeFd();
-  kept.clear();
   emptySegmentCaches();
+  closeKept();
+  closeReserve();
 }
 
 // Shared storages of this process by segment key, so that one segment received twice, or
@@ -100,13 +70,15 @@ export function exportStorage(storage: Storage): ExportedStorage {
   storage.shareMemory();
   let lease = storage.backing as Lease;
   let segment = lease.segment;
-  touch(segment);
+  touchKept(segment);
   if (segment.strategy === 'file_descriptor' && segment.fd === null) {
-    // A receiver closed this memfd's descriptor (NOTE [Kept descriptors]) and cannot pass it
-    // on. The storage moves into a segment of this process instead: one copy, then it
-    // travels like any other. Views of its old buffer taken before (`t.data`) are emptied by
-    // the move (NOTE [Shared allocation]), as they would no longer show the tensor's memory:
-    // keep the tensor, not such a view, across a put of it (or put a clone()).
+    // A receiver closed this memfd's descriptor (NOTE [Kept descriptors]: more held than it
+    // keeps, or out of descriptors) and cannot pass it on. The storage moves into a segment
+    // of this process instead: one copy, announced once, then it travels like any other.
+    // Views of its old buffer taken before (`t.data`) are emptied by the move (NOTE [Shared
+    // allocation]), as they would no longer show the tensor's memory: keep the tensor, not
+    // such a view, across a put of it (or put a clone()).
+    warnForwardCopy();
     storage.rebase();
     lease = storage.backing as Lease;
     segment = lease.segment;
@@ -124,15 +96,16 @@ export function abandonExport(exported: ExportedStorage): void {
 
 /**
  * The Storage for a received handle. Adopts the reference the sender added; takes the
- * descriptor (keeps it for a while, NOTE [Kept descriptors], or closes it). A handle that does not fit its segment is a BadHandleError, a
- * segment that no longer exists a SegmentGoneError.
+ * descriptor (keeps it while the storage lives, NOTE [Kept descriptors], or closes it). A
+ * handle that does not fit its segment is a BadHandleError, a segment that no longer exists
+ * a SegmentGoneError.
  */
 export function importStorage(handle: StorageHandle, fd: number | null): Storage {
   const { strategy, name, nbytes } = handle;
   if (strategy === 'file_system') {
     if (fd !== null) addon.close(fd);
     if (typeof name !== 'string') throw new BadHandleError('A file_system handle arrived without a segment name.');
-    return importKnown(`fs:${name}`, nbytes, null) ?? importNew(Segment.openName(name, nbytes), nbytes, null);
+    return importKnown(`fs:${name}`, nbytes, null) ?? importNew(withReserve(() => Segment.openName(name, nbytes), isTooManyFiles), nbytes, null);
   }
   if (fd === null) throw new BadHandleError('A file_descriptor handle arrived without its descriptor.');
   // The sender's identity hint finds a mapping this process has without an fstat; when it
@@ -155,7 +128,7 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
     if (found !== null) return found;
   }
   const segment = Segment.openFd(fd, nbytes, true, identity); // takes the descriptor, even when it throws
-  keep(segment, null);
+  keepReceived(segment, null);
   return importNew(segment, nbytes, null);
 }
 
@@ -174,7 +147,7 @@ function importKnown(key: string, nbytes: number, fd: number | null): Storage | 
     // A received segment whose descriptor was closed takes this one; an owner (which always
     // has its own) or a receiver that kept one closes it.
     if (fd !== null) {
-      if (held.segment.fd === null) keep(held.segment, fd);
+      if (held.segment.fd === null) keepReceived(held.segment, fd);
       else addon.close(fd);
     }
     // This process already holds the segment: the message's reference is not needed, and a
@@ -192,7 +165,7 @@ function importKnown(key: string, nbytes: number, fd: number | null): Storage | 
     received.park(segment, parked.spare);
     throw new BadHandleError(`A handle claims ${nbytes} bytes but its segment holds ${segment.capacity}.`);
   }
-  if (fd !== null) keep(segment, fd);
+  if (fd !== null) keepReceived(segment, fd);
   return importNew(segment, nbytes, parked.spare);
 }
 
@@ -203,3 +176,5 @@ function importNew(segment: Segment, nbytes: number, spare: Spare | null): Stora
   remember(segment.key, storage);
   return storage;
 }
+
+const isTooManyFiles = (e: unknown): boolean => e instanceof TooManyFilesError;

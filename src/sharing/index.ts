@@ -5,3 +5,4 @@ export { Segment, HEADER_BYTES, SHM_PREFIX } from './segment.js';
 export { cache as segmentCache, received as receiveCache, Lease } from './allocator.js';
 export { exportStorage, importStorage, abandonExport, emptyCache } from './handle.js';
 export type { StorageHandle, ExportedStorage } from './handle.js';
+export { shedDescriptors, takeReserve, giveReserve, ensureReserve, keptCount } from './descriptors.js';

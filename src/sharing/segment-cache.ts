@@ -37,10 +37,15 @@
 // the fill dwarfs the round trip: hence the size floor. A class whose wait ran out (its
 // consumer keeps what it gets, or is this very thread) is not waited for again until one of
 // its busy segments is seen coming back.
+import { addon } from '../native/index.js';
+import { TooManyFilesError } from '../errors.js';
 import { getSharingStrategy, type SharingStrategy } from './strategy.js';
 import { Segment } from './segment.js';
 import { sizeClass } from './size-class.js';
 import { debug, debugEnabled } from '../debug.js';
+import { holders, reclaimSlots } from './segment-header.js';
+import { isAlive } from './manager/liveness.js';
+import { shedDescriptors } from './descriptors.js';
 
 const DEFAULT_MAX_BYTES = 512 * 2 ** 20;
 const MAX_BUSY = 1024;
@@ -68,6 +73,22 @@ function maxCachedBytes(): number {
   return Number.isFinite(v) && v >= 0 ? v : DEFAULT_MAX_BYTES;
 }
 
+/** How often housekeeping() runs (allocator.ts), while anything is cached. */
+export const HOUSEKEEPING_MS = 250;
+/** Free segments not reused for this many housekeeping ticks are given back (NOTE [Cache decay]). */
+export const DECAY_TICKS = ((): number => {
+  const env = process.env.TENSORPROC_CACHE_DECAY_MS;
+  const ms = env !== undefined && env !== '' && Number(env) >= 0 ? Number(env) : 2000;
+  return Math.ceil(ms / HOUSEKEEPING_MS);
+})();
+/** A busy segment that only messages in flight have held for this long is let go (NOTE [Dead holders]). */
+const IN_FLIGHT_ONLY_TICKS = 60_000 / HOUSEKEEPING_MS;
+
+/** What a spare left with a segment must have: its buffer, detached when the entry is dropped. */
+export interface SpareLike {
+  readonly buffer: ArrayBuffer;
+}
+
 /** A cached segment, with whatever its last user left for the next one (a spare buffer). */
 export interface CacheEntry<S> {
   readonly segment: Segment;
@@ -76,9 +97,40 @@ export interface CacheEntry<S> {
   readonly checkBuffers?: boolean;
   /** Made just now: its memory is still the kernel's zeros. */
   readonly fresh?: boolean;
+  /** The housekeeping tick it became free at (free lists), or was first seen held only in flight (busy). */
+  tick?: number;
 }
 
-export class SegmentCache<S = unknown> {
+/**
+ * Gives up a cached entry: its spare buffer, which never reached user code, is detached
+ * first, so that nothing but the header holds the mapping and the memory goes back at once
+ * (Segment.unmap()).
+ */
+export function dropEntry(entry: CacheEntry<SpareLike>): void {
+  if (entry.spare !== null) addon.detach(entry.spare.buffer);
+  entry.segment.drop();
+}
+
+// NOTE [Dead holders]
+// A segment sent to a process that is then killed holding it stays referenced in its header
+// for good: on the busy list here, with its descriptor and mapping, forever (a memfd) or until
+// this process exits (a named segment, whose holder may not have registered with the manager
+// yet). So housekeeping() looks at the holders recorded in the slots of busy segments (NOTE
+// [Reference slots]) and takes back what dead ones held; a segment that comes back free is
+// reused or trimmed like any other. What it cannot see is a reference in flight whose message
+// is lost (in the queue of a consumer killed between taking a datagram and adopting it, or
+// in a socket closed everywhere): a busy segment held by nothing but messages in flight for
+// IN_FLIGHT_ONLY_TICKS (a minute) is let go, which only gives up recycling it (its memory
+// stays while anything maps it, and its last holder frees it).
+//
+// NOTE [Cache decay]
+// Free segments not reused within TENSORPROC_CACHE_DECAY_MS (2 s) are given back, as an
+// allocator returns memory it keeps after a while (jemalloc's decay): a stream reuses its
+// segments within microseconds, and a process that stops sending should not keep hundreds
+// of MiB and a descriptor per segment. A producer that pauses for longer pays a fresh
+// segment after the pause (at most 30 ms at 64 MiB).
+
+export class SegmentCache<S extends SpareLike = SpareLike> {
   // Free segments by strategy, then by class. Map iteration order is insertion order, so
   // the first class of a strategy is the one evicted first.
   #free: Record<SharingStrategy, Map<number, CacheEntry<S>[]>> = { file_descriptor: new Map(), file_system: new Map() };
@@ -94,10 +146,12 @@ export class SegmentCache<S = unknown> {
   /** Waits in a row that ran out, per class, since when: each halves the next wait's bound, for RUN_OUT_WINDOW_MS. */
   #runOuts = new Map<number, { count: number; since: number }>();
   #sinceFullPass = 0;
-  /** Counters for tests: segments made, requests that waited for one, waits that ran out. */
+  #tick = 0;
+  /** Counters for tests: segments made, requests that waited for one, waits that ran out, dead holders' references taken back. */
   created = 0;
   waited = 0;
   waitsRunOut = 0;
+  reclaimed = 0;
 
   /** A segment of this process with room for `nbytes`, refcount 1: recycled when possible. */
   acquire(nbytes: number, strategy: SharingStrategy = getSharingStrategy()): CacheEntry<S> {
@@ -129,7 +183,15 @@ export class SegmentCache<S = unknown> {
       }
     }
     this.created++;
-    return { segment: Segment.create(strategy, cls), spare: null, fresh: true };
+    let segment: Segment;
+    try {
+      segment = Segment.create(strategy, cls);
+    } catch (e) {
+      // Out of descriptors: what is kept for reuse goes first (NOTE [Kept descriptors]).
+      if (!(e instanceof TooManyFilesError) || shedDescriptors() === 0) throw e;
+      segment = Segment.create(strategy, cls);
+    }
+    return { segment, spare: null, fresh: true };
   }
 
   /** The oldest busy segment of the class once it is free, or null if it did not come back in time. */
@@ -159,10 +221,10 @@ export class SegmentCache<S = unknown> {
 
   /** A segment whose lease ended in this process. */
   give(seg: Segment, spare: S | null = null, checkBuffers = false): void {
-    const entry = { segment: seg, spare, checkBuffers };
+    const entry: CacheEntry<S> = { segment: seg, spare, checkBuffers };
     if (!this.#isFree(entry)) {
       this.#busy.push(entry);
-      if (this.#busy.length > MAX_BUSY) this.#busy.shift()!.segment.drop();
+      if (this.#busy.length > MAX_BUSY) dropEntry(this.#busy.shift()!);
       return;
     }
     this.#makeFree(entry);
@@ -170,6 +232,7 @@ export class SegmentCache<S = unknown> {
 
   #makeFree(entry: CacheEntry<S>): void {
     const seg = entry.segment;
+    entry.tick = this.#tick;
     const byClass = this.#free[seg.strategy];
     let list = byClass.get(seg.capacity);
     if (list === undefined) byClass.set(seg.capacity, (list = []));
@@ -179,18 +242,107 @@ export class SegmentCache<S = unknown> {
     if (this.#freeBytes > this.#maxBytes || this.#freeCount > MAX_FREE) this.#trim();
   }
 
-  /** Drops every cached segment (process exit, or tests). */
-  clear(): void {
+  /** Drops every cached segment (process exit, emptyCache(), tests). Returns how many held a descriptor. */
+  clear(): number {
+    // What dead holders held first (NOTE [Dead holders]): dropping a busy segment then
+    // removes its name here and now, where a holder killed since the last housekeeping
+    // would leave it to the manager, which may not know that holder held it.
+    if (this.#busy.length > 0) this.reclaimDead();
+    let fds = 0;
     for (const byClass of Object.values(this.#free)) {
-      for (const list of byClass.values()) for (const e of list) e.segment.drop();
+      for (const list of byClass.values()) {
+        for (const e of list) {
+          if (e.segment.fd !== null) fds++;
+          dropEntry(e);
+        }
+      }
       byClass.clear();
     }
     this.#freeBytes = 0;
     this.#freeCount = 0;
-    for (const e of this.#busy) e.segment.drop();
+    for (const e of this.#busy) {
+      if (e.segment.fd !== null) fds++;
+      dropEntry(e);
+    }
     this.#busy = [];
     this.#noWait.clear(); // nothing of any class is in flight from here any more
     this.#runOuts.clear();
+    return fds;
+  }
+
+  /** Whether anything is cached (free or busy): housekeeping() has work. */
+  get idle(): boolean {
+    return this.#busy.length === 0 && this.#freeCount === 0;
+  }
+
+  /**
+   * Every HOUSEKEEPING_MS while anything is cached: takes back what dead holders of busy
+   * segments held, lets go of those held only in flight for long (NOTE [Dead holders]), and
+   * gives back free segments not reused lately (NOTE [Cache decay]).
+   */
+  housekeeping(): void {
+    const tick = ++this.#tick;
+    if (this.#busy.length > 0) {
+      this.reclaimDead();
+      // Busy segments that came back (the manager may have taken back a dead holder's
+      // references itself) reach the free lists, and their decay, without waiting for a request.
+      this.#promoteBusy();
+    }
+    if (this.#freeCount === 0) return;
+    for (const byClass of Object.values(this.#free)) {
+      for (const [cls, list] of byClass) {
+        let n = 0;
+        while (n < list.length && tick - list[n]!.tick! > DECAY_TICKS) n++; // oldest first
+        if (n === 0) continue;
+        for (const e of list.splice(0, n)) {
+          this.#freeBytes -= e.segment.capacity;
+          this.#freeCount--;
+          dropEntry(e);
+        }
+        if (list.length === 0) byClass.delete(cls);
+      }
+    }
+  }
+
+  /** NOTE [Dead holders]: takes back what dead holders of busy segments held; true if it took any. */
+  reclaimDead(): boolean {
+    const me = process.pid;
+    const alive = new Map<number, boolean>();
+    let changed = false;
+    let kept = 0;
+    const busy = this.#busy;
+    for (let i = 0; i < busy.length; i++) {
+      const entry = busy[i]!;
+      const h = entry.segment.header;
+      let inSlots = 0;
+      for (const [pid, count] of holders(h)) {
+        if (count === 0) continue;
+        if (pid !== me) {
+          let live = alive.get(pid);
+          if (live === undefined) alive.set(pid, (live = isAlive(pid)));
+          if (!live) {
+            const took = reclaimSlots(h, pid);
+            this.reclaimed += took;
+            if (took > 0) changed = true;
+            continue;
+          }
+        }
+        inSlots += count;
+      }
+      // Held by this cache alone (its one hold, in our slot) and by messages in flight.
+      if (inSlots <= 1 && entry.segment.refcount() > 1) {
+        entry.tick ??= this.#tick;
+        if (this.#tick - entry.tick > IN_FLIGHT_ONLY_TICKS) {
+          dropEntry(entry);
+          continue;
+        }
+      } else {
+        entry.tick = undefined;
+      }
+      busy[kept++] = entry;
+    }
+    busy.length = kept;
+    return changed;
   }
 
   get freeBytes(): number {
@@ -251,10 +403,10 @@ export class SegmentCache<S = unknown> {
     for (const byClass of Object.values(this.#free)) {
       for (const [cls, list] of byClass) {
         while (list.length > 0 && over()) {
-          const seg = list.shift()!.segment;
-          this.#freeBytes -= seg.capacity;
+          const entry = list.shift()!;
+          this.#freeBytes -= entry.segment.capacity;
           this.#freeCount--;
-          seg.drop();
+          dropEntry(entry);
         }
         if (list.length === 0) byClass.delete(cls);
         if (!over()) return;

@@ -7,7 +7,8 @@
 // The header is one page, so tensor data starts page-aligned. Int32 words:
 //   0 magic · 1 version · 2 total references · 3 creator pid · 4-5 capacity (lo, hi)
 //   6 creator waiting for the total to fall (NOTE [Waiting for a segment], segment-cache.ts)
-//   7-15 reserved · 16.. SLOTS slots of two words (pid, count).
+//   7 slots in use: no slot at or past it was ever claimed (0: not kept, by an older writer)
+//   8-15 reserved · 16.. SLOTS slots of two words (pid, count).
 // `total` is what NOTE [Segment lifetime] counts: holds by processes plus messages in
 // flight. A process's hold is *also* recorded in its own slot (found by pid, claimed by a
 // compare-and-swap of pid 0 -> mypid), so that when a process dies holding references, the
@@ -17,9 +18,17 @@
 // can tell whose they are, which is why the manager has a grace rule for them (NOTE [The
 // file_system manager]). Threads of one process share its slot (one pid): each thread's
 // holds add to the same count, and the process's death releases all of them.
-// A live process never frees its slot, even at count 0: only the manager frees slots, and
-// only of dead processes, so a slot index cached by a Segment stays valid for the process's
-// life and no two threads can race a free against a claim. When every slot is taken (more
+// Every holder keeps a slot, of a memfd too: a memfd's memory dies with its last holder, but
+// its owner's cache sees it free only when the total falls to its own hold, and a consumer
+// killed holding it would keep it busy there for good. So the owner, too, takes back what
+// dead holders held (SegmentCache.reclaimDead()), as the manager does for named segments;
+// both do it by the compare-and-swap above, so no slot is taken back twice.
+// A live process never frees its slot, even at count 0: only the manager and the owner free
+// slots, and only of dead processes, so a slot index cached by a Segment stays valid for the
+// process's life and no two threads can race a free against a claim. A slot is claimed at
+// the first free index (a process finds its own before any free one, unless slots freed since
+// lie before it: it then claims one more, harmless, as everything sums a pid's slots), so
+// slots stay packed and word 7 bounds every scan of them. When every slot is taken (more
 // than SLOTS processes mapped the segment at once), a hold is counted in `total` only and a
 // crash of that holder leaves it to the grace rule as if it were in flight.
 // A process killed between the two steps of a release (its slot's count is lowered first,
@@ -35,7 +44,7 @@ import { addon, type NativeMapping } from '../native/index.js';
 export const HEADER_BYTES = 4096;
 export const MAGIC = 0x47535054; // "TPSG" little-endian
 export const VERSION = 2;
-export const W_MAGIC = 0, W_VERSION = 1, W_REFS = 2, W_PID = 3, W_CAP_LO = 4, W_CAP_HI = 5, W_WAITING = 6;
+export const W_MAGIC = 0, W_VERSION = 1, W_REFS = 2, W_PID = 3, W_CAP_LO = 4, W_CAP_HI = 5, W_WAITING = 6, W_SLOTS_USED = 7;
 const W_SLOTS = 16;
 export const SLOTS = (HEADER_BYTES / 4 - W_SLOTS) / 2;
 const RECLAIMING = -1;
@@ -62,27 +71,45 @@ export function initHeader(h: Int32Array, pid: number, capacity: number): number
   h[W_CAP_HI] = Math.floor(capacity / 2 ** 32);
   h[W_SLOTS] = pid;
   h[countWord(0)] = 1;
+  h[W_SLOTS_USED] = 1;
   Atomics.store(h, W_REFS, 1);
   Atomics.store(h, W_MAGIC, MAGIC);
   return countWord(0);
 }
 
 /**
- * The count word of `pid`'s slot, claiming a free slot if it has none; -1 if every slot is
- * taken. Call once per mapping and keep the result (the slot stays ours while we live).
+ * The count word of `pid`'s slot, claiming the first free slot if none of `pid` comes before
+ * it; -1 if every slot is taken. Call once per mapping and keep the result (the slot stays
+ * ours while we live).
  */
 export function claimSlot(h: Int32Array, pid: number): number {
-  for (let i = 0; i < SLOTS; i++) if (Atomics.load(h, W_SLOTS + 2 * i) === pid) return countWord(i);
   for (let i = 0; i < SLOTS; i++) {
-    if (Atomics.compareExchange(h, W_SLOTS + 2 * i, 0, pid) === 0) return countWord(i);
+    const at = W_SLOTS + 2 * i;
+    const p = Atomics.load(h, at);
+    if (p === pid) return countWord(i);
+    if (p !== 0) continue;
+    // Counted in use before it is taken: a scan that reads word 7 then never misses it.
+    for (let used = Atomics.load(h, W_SLOTS_USED); used < i + 1; ) {
+      const seen = Atomics.compareExchange(h, W_SLOTS_USED, used, i + 1);
+      if (seen === used) break;
+      used = seen;
+    }
+    if (Atomics.compareExchange(h, at, 0, pid) === 0) return countWord(i);
+    i--; // taken meanwhile: look at it again (it may be another thread of ours)
   }
   return -1;
+}
+
+/** Slots to scan: those ever claimed (all of them for a header that does not count them). */
+function slotsUsed(h: Int32Array): number {
+  const used = Atomics.load(h, W_SLOTS_USED);
+  return used > 0 && used <= SLOTS ? used : SLOTS;
 }
 
 /** [pid, count] of every taken slot. */
 export function holders(h: Int32Array): [number, number][] {
   const out: [number, number][] = [];
-  for (let i = 0; i < SLOTS; i++) {
+  for (let i = 0, n = slotsUsed(h); i < n; i++) {
     const pid = Atomics.load(h, W_SLOTS + 2 * i);
     if (pid > 0) out.push([pid, Atomics.load(h, countWord(i))]);
   }
@@ -90,18 +117,18 @@ export function holders(h: Int32Array): [number, number][] {
 }
 
 /**
- * For the manager, once `pid` is known dead: frees every slot of `pid` and subtracts what
- * they held from the total. Returns the count subtracted.
+ * For the manager or the owner, once `pid` is known dead: frees every slot of `pid` and
+ * subtracts what they held from the total. Returns the count subtracted.
  */
 export function reclaimSlots(h: Int32Array, pid: number): number {
   let took = 0;
-  for (let i = 0; i < SLOTS; i++) {
+  for (let i = 0, n = slotsUsed(h); i < n; i++) {
     const p = W_SLOTS + 2 * i;
     if (Atomics.load(h, p) !== pid || Atomics.compareExchange(h, p, pid, RECLAIMING) !== pid) continue;
-    const n = Atomics.exchange(h, p + 1, 0);
-    if (n > 0) {
-      Atomics.sub(h, W_REFS, n);
-      took += n;
+    const count = Atomics.exchange(h, p + 1, 0);
+    if (count > 0) {
+      Atomics.sub(h, W_REFS, count);
+      took += count;
     }
     Atomics.store(h, p, 0);
   }

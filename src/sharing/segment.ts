@@ -17,9 +17,12 @@
 //    manager process (src/sharing/manager: NOTE [The file_system manager]), which unlinks
 //    names whose users all died. Every process tells it which names it maps.
 //  - Descriptors are closed as soon as they are not needed (a mapping outlives its
-//    descriptor): a receiver keeps only those of the few memfds it received last, so that it
-//    can pass them on (NOTE [Kept descriptors], handle.ts); the owner of a memfd keeps one
-//    descriptor per segment it may still send, bounded by its cache.
+//    descriptor): a receiver keeps those of the memfds it holds, so that it can pass them on
+//    (NOTE [Kept descriptors], descriptors.ts); the owner of a memfd keeps one descriptor per
+//    segment it may still send, bounded by its cache.
+//  - Every holder records its holds in its slot of the header, so that what a process killed
+//    while holding a segment held can be taken back: by the owner's cache (either strategy)
+//    and by the manager (named segments). NOTE [Reference slots].
 import { randomBytes } from 'node:crypto';
 import { addon, systemError, type NativeMapping } from '../native/index.js';
 import { BadHandleError } from '../errors.js';
@@ -28,6 +31,7 @@ import { checkRoom } from './room.js';
 import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, initHeader, claimSlot, wakeCreator } from './segment-header.js';
 import { managerClient } from './manager/client.js';
 import { debug } from '../debug.js';
+import { unmappedReceived } from './descriptors.js';
 
 export { HEADER_BYTES } from './segment-header.js';
 
@@ -195,11 +199,18 @@ export class Segment {
 
   /**
    * A receiver keeps a descriptor it was sent for this memfd (so it can pass the segment
-   * on: NOTE [Kept descriptors] in handle.ts); a second one is closed at once.
+   * on: NOTE [Kept descriptors] in descriptors.ts); a second one is closed at once.
    */
   keepFd(fd: number): void {
     if (this.#fd === null && !this.#unmapped) this.#fd = fd;
     else addon.close(fd);
+  }
+
+  /** The kept descriptor, now the caller's (null if none): the segment keeps none. */
+  takeFd(): number | null {
+    const fd = this.#fd;
+    this.#fd = null;
+    return fd;
   }
 
   /** Closes the kept descriptor; the mapping stays. */
@@ -266,10 +277,8 @@ export class Segment {
   }
 
   #ownSlot(): number {
-    // Slots exist for the manager, which only ever reclaims named segments: a memfd dies with
-    // its last holder whatever the count says, so receivers of one keep no slot (a claim is
-    // a scan of the header, and every hold would cost one more atomic operation).
-    if (this.#slot === -2) this.#slot = this.name === null ? -1 : claimSlot(this.header, process.pid);
+    // Named or not: the owner takes back what dead holders held (NOTE [Reference slots]).
+    if (this.#slot === -2) this.#slot = claimSlot(this.header, process.pid);
     return this.#slot;
   }
 
@@ -294,7 +303,13 @@ export class Segment {
     return addon.buffer(this.mapping, HEADER_BYTES, nbytes);
   }
 
-  /** Unmaps (once the last buffer over it is gone) and closes the descriptor. */
+  /**
+   * Unmaps and closes the descriptor. The file stops being mapped here at once when no buffer
+   * but the header's is left (addon.evict: the header becomes private memory), so that the
+   * memory goes back now (the last mapping of a memfd or of a removed name frees it), not
+   * when the collector gets to the header (NOTE [Mapping lifetime]); otherwise once the last
+   * buffer over it is gone.
+   */
   unmap(): void {
     if (this.#unmapped) return;
     this.#unmapped = true;
@@ -303,6 +318,8 @@ export class Segment {
       addon.close(this.#fd);
       this.#fd = null;
     }
+    unmappedReceived(this); // NOTE [Receive reserve]
+    addon.evict(this.mapping, HEADER_BYTES, 2); // the handle and the header view
     addon.unmap(this.mapping);
   }
 

@@ -16,14 +16,18 @@
 // join_thread(): it resolves once the backlog is empty.
 // Receivers take exactly one datagram per get(): a process never reads ahead, so a consumer
 // that stops (or is killed) leaves every message it did not take to the others.
-import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, RECV_EMPTY, systemError } from '../native/index.js';
+import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, RECV_EMPTY, RECV_NO_PROBE, systemError } from '../native/index.js';
 import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError, TooManyFilesError } from '../errors.js';
 import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
 import { isMainThread } from 'node:worker_threads';
 import { transportAddon } from './native.js';
+import { ensureReserve, giveReserve, shedDescriptors, takeReserve } from '../sharing/index.js';
 
 export const NOTHING: unique symbol = Symbol('nothing');
+
+/** Datagrams in a row without descriptors after which an endpoint stops probing (NOTE [Receive reserve]). */
+const PROBE_AFTER = 1024;
 
 // One receive buffer per thread: a message is decoded before the next one is read.
 const recvBuffer = new Uint8Array(MAX_FRAME);
@@ -54,7 +58,14 @@ export function keepFrame(frame: Frame): KeptFrame {
   try {
     fds = dupAll(frame.fds);
   } catch (e) {
-    throw systemError(e, 'keeping a message until it can be sent');
+    const err = systemError(e, 'keeping a message until it can be sent');
+    // Out of descriptors: what is kept for reuse only goes first (NOTE [Kept descriptors]).
+    if (!(err instanceof TooManyFilesError) || shedDescriptors() === 0) throw err;
+    try {
+      fds = dupAll(frame.fds);
+    } catch (e2) {
+      throw systemError(e2, 'keeping a message until it can be sent');
+    }
   }
   return { bytes: frame.bytes.slice(), fds: Int32Array.from(fds), abandon: frame.abandon, dispose: closeOnce(fds) };
 }
@@ -98,6 +109,8 @@ export class Endpoint {
   #closed = false;
   #fdsClosed = false;
   #ended = false;
+  /** Datagrams received in a row without descriptors (NOTE [Receive reserve]). */
+  #fdLess = 0;
 
   constructor(sendFd: number, recvFd: number, options: EndpointOptions) {
     this.sendFd = sendFd;
@@ -261,7 +274,14 @@ export class Endpoint {
     try {
       n = this.#recv();
     } catch (e) {
-      throw this.#receiveError(e);
+      // Out of descriptors before anything was taken: what tensorproc keeps for reuse only
+      // goes first (NOTE [Kept descriptors]), then one more try.
+      if (!isProbeFailure(e) || shedDescriptors() === 0) throw this.#receiveError(e);
+      try {
+        n = this.#recv();
+      } catch (e2) {
+        throw this.#receiveError(e2);
+      }
     }
     if (n === EAGAIN) return NOTHING;
     if (n === RECV_EMPTY) {
@@ -287,7 +307,10 @@ export class Endpoint {
       // NOTE [Receiving descriptors] (channel.cc): the probe failed before anything was taken,
       // or (a message with more descriptors than slots were free) the kernel dropped them.
       const taken = err.syscall === 'recvmsg';
-      if (taken) this.#options.onDatagram?.();
+      if (taken) {
+        this.#options.onDatagram?.();
+        this.#fdLess = 0; // descriptors arrive here after all: probe again
+      }
       return new TooManyFilesError(
         `Receiving on a ${this.#options.what}: the open-file limit is reached (${err.code}), so a message that carries descriptors cannot be received. ` +
           (taken
@@ -308,7 +331,16 @@ export class Endpoint {
    */
   #recv(): number {
     try {
-      return addon.recv(this.recvFd, recvBuffer, fdsOut);
+      // NOTE [Receive reserve]: a slot is made sure of while datagrams here carry descriptors.
+      const reserve = this.#fdLess < PROBE_AFTER ? takeReserve() : RECV_NO_PROBE;
+      const n = addon.recv(this.recvFd, recvBuffer, fdsOut, reserve);
+      if (n === EAGAIN) {
+        if (reserve >= 0) giveReserve(fdsOut[0]!);
+      } else if (n >= 0) {
+        if (fdsOut[0]! > 0) this.#fdLess = 0;
+        else if (++this.#fdLess === PROBE_AFTER) ensureReserve();
+      }
+      return n;
     } catch (e) {
       if ((e as { code?: string }).code !== 'ECONNRESET') throw e;
       return addon.recv(this.recvFd, recvBuffer, fdsOut);
@@ -496,6 +528,12 @@ function dropBacklogs(): void {
     if (isMainThread) e.dropBacklog();
     else e.closeAtExit();
   }
+}
+
+/** recv's slot probe found the descriptor table full: nothing was taken (NOTE [Receiving descriptors]). */
+function isProbeFailure(e: unknown): boolean {
+  const err = e as { code?: string; syscall?: string };
+  return (err.code === 'EMFILE' || err.code === 'ENFILE') && err.syscall !== 'recvmsg';
 }
 
 function timedOut(timeout: number, onTimeout: ((timeout: number) => Error) | undefined): Error {
