@@ -96,6 +96,7 @@ export class Connection<T = unknown> {
  * false: the first end only receives, the second only sends.
  */
 export function Pipe<T = unknown>(duplex = true): [Connection<T>, Connection<T>] {
+  if (typeof duplex !== 'boolean') throw new InvalidArgumentError(`Pipe(duplex) takes true or false (got ${typeof duplex === 'string' ? JSON.stringify(duplex) : String(duplex)}).`);
   let fds: [number, number];
   try {
     fds = addon.socketpair();

@@ -3,7 +3,7 @@
 // [Frames]; descriptors as in NOTE [Queue objects and descriptors].
 import { addon, systemError } from '../native/index.js';
 import { InvalidArgumentError, QueueEmptyError, QueueFullError } from '../errors.js';
-import { Endpoint, checkMessage, checkTimeout, registerReduction, type Frame } from '../transport/index.js';
+import { Endpoint, checkMessage, registerReduction, settled, timeoutOption, type Frame } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { Slots } from './slots.js';
 import { checkState, closeAll, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
@@ -18,7 +18,6 @@ export interface TimeoutOptions {
   timeout?: number;
 }
 
-const RESOLVED = Promise.resolve();
 /** Why a get with a timeout gave up (made only when one does). */
 const emptyError = (timeout: number): Error =>
   new QueueEmptyError(timeout === 0 ? 'The queue is empty.' : `Nothing arrived on the queue within ${timeout} ms.`);
@@ -69,6 +68,9 @@ export class Queue<T = unknown> {
       this.#core = adopting;
       adopting = null;
     } else {
+      if (options !== null && typeof options !== 'object' && typeof options !== 'number') {
+        throw new InvalidArgumentError(`new Queue() takes a maxsize or { maxsize } (got ${typeof options === 'string' ? JSON.stringify(options) : String(options)}).`);
+      }
       const maxsize = checkMaxsize(typeof options === 'number' ? options : options?.maxsize);
       let fds: [number, number];
       try {
@@ -106,7 +108,7 @@ export class Queue<T = unknown> {
     const core = this.#core;
     let timeout: number | null;
     try {
-      timeout = checkTimeout(options?.timeout);
+      timeout = timeoutOption(options);
       if (core.endpoint.closed) throw core.endpoint.closedError();
     } catch (e) {
       return Promise.reject(e);
@@ -127,7 +129,7 @@ export class Queue<T = unknown> {
           core.slots.giveBack();
           return Promise.reject(e);
         }
-        return RESOLVED;
+        return settled(undefined); // NOTE [Letting the loop turn]
       }
       frame.abandon(); // it could travel: nothing more to check
     } else {
@@ -151,7 +153,7 @@ export class Queue<T = unknown> {
   get(options?: TimeoutOptions): Promise<T> {
     let timeout: number | null;
     try {
-      timeout = checkTimeout(options?.timeout);
+      timeout = timeoutOption(options);
     } catch (e) {
       return Promise.reject(e);
     }

@@ -5,11 +5,16 @@
 import { readFileSync, statfsSync } from 'node:fs';
 import { ShmFullError } from '../errors.js';
 import type { SharingStrategy } from './strategy.js';
+import { cgroupRoom, memoryCgroups, type MemoryCgroup } from './cgroup.js';
 
 // Below this size the check costs more than the risk it removes.
 const CHECK_FROM = 2 ** 20;
 
-function memAvailable(): number {
+// The memory cgroups that bind this process, found once (NOTE [Cgroup memory room]).
+let cgroups: MemoryCgroup[] | null = null;
+
+/** Memory this process can still charge: the machine's, or its cgroup's if that is less. */
+function memAvailable(bytes: number): { room: number; cgroup: boolean } {
   let avail = Infinity;
   try {
     const m = /^MemAvailable:\s+(\d+) kB$/m.exec(readFileSync('/proc/meminfo', 'latin1'));
@@ -17,17 +22,8 @@ function memAvailable(): number {
   } catch {
     // no /proc: rely on the kernel
   }
-  try {
-    // cgroup v2: a container's limit is lower than the machine's memory.
-    const max = readFileSync('/sys/fs/cgroup/memory.max', 'latin1').trim();
-    if (max !== 'max') {
-      const used = Number(readFileSync('/sys/fs/cgroup/memory.current', 'latin1').trim());
-      avail = Math.min(avail, Number(max) - used);
-    }
-  } catch {
-    // not in a cgroup v2 with a memory controller
-  }
-  return avail;
+  const inCgroup = cgroupRoom((cgroups ??= memoryCgroups()), bytes);
+  return inCgroup < avail ? { room: inCgroup, cgroup: true } : { room: avail, cgroup: false };
 }
 
 function shmAvailable(): number {
@@ -42,11 +38,11 @@ function shmAvailable(): number {
 /** Throws ShmFullError when a segment of `bytes` cannot fit. */
 export function checkRoom(strategy: SharingStrategy, bytes: number): void {
   if (bytes < CHECK_FROM) return;
-  const mem = memAvailable();
+  const { room: mem, cgroup } = memAvailable(bytes);
   const shm = strategy === 'file_system' ? shmAvailable() : Infinity;
   const room = Math.min(mem, shm);
   if (bytes > room) {
-    const where = shm <= mem ? `/dev/shm has ${fmt(shm)} free` : `${fmt(mem)} of memory is available`;
+    const where = shm <= mem ? `/dev/shm has ${fmt(shm)} free` : `${fmt(mem)} of memory is available${cgroup ? ' under the memory limit of its cgroup' : ''}`;
     throw new ShmFullError(
       `Cannot allocate a shared segment of ${fmt(bytes)} (${strategy}): ${where}. ` +
         'Release tensors you no longer need, free /dev/shm (npx tensorproc shm ls / shm clean), or give the machine or container more memory (docker: --shm-size).',

@@ -1,8 +1,8 @@
 // Tensor factories: empty, zeros, full, tensor.
-import { InvalidArgumentError, InvalidDtypeError } from '../errors.js';
+import { InvalidArgumentError, InvalidDtypeError, InvalidShapeError } from '../errors.js';
 import { type DType, type DTypeInfo, type Scalar, dtypeInfo, dtypeOfArray } from './dtype.js';
 import { writeScalar } from './elements.js';
-import { checkShape, numelOf, describe } from './shape.js';
+import { checkShape, numelOf, describe, MAX_DIMS } from './shape.js';
 import { Storage } from './storage.js';
 import { Tensor } from './tensor.js';
 
@@ -16,7 +16,8 @@ function options(opts: unknown): { info: DTypeInfo; shared: boolean } {
   if (opts === undefined) return { info: dtypeInfo('float32'), shared: false };
   if (opts === null || typeof opts !== 'object') throw new InvalidArgumentError(`options must be an object, got ${describe(opts)}.`);
   const o = opts as TensorOptions;
-  return { info: dtypeInfo(o.dtype ?? 'float32'), shared: o.shared === true };
+  if (o.shared !== undefined && typeof o.shared !== 'boolean') throw new InvalidArgumentError(`shared must be true or false, got ${describe(o.shared)}.`);
+  return { info: dtypeInfo(o.dtype === undefined ? 'float32' : o.dtype), shared: o.shared === true };
 }
 
 /**
@@ -54,6 +55,18 @@ export interface FromDataOptions {
  * bigint data to int64, boolean data to bool.
  */
 export function tensor(data: unknown, opts: FromDataOptions = {}): Tensor {
+  if (opts === null || typeof opts !== 'object') throw new InvalidArgumentError(`options must be an object, got ${describe(opts)}.`);
+  try {
+    return fromData(data, opts);
+  } catch (e) {
+    // A revoked Proxy (or one whose traps throw) anywhere in the data: reading it throws a
+    // TypeError of the engine's, which becomes ours, with it as the cause.
+    if (e instanceof TypeError && !('code' in e)) throw new InvalidArgumentError(`tensor() could not read its data: ${e.message}.`, { cause: e });
+    throw e;
+  }
+}
+
+function fromData(data: unknown, opts: FromDataOptions): Tensor {
   if (ArrayBuffer.isView(data) && !(data instanceof DataView)) {
     const own = dtypeOfArray(data);
     if (own === undefined) throw new InvalidArgumentError(`Cannot wrap a ${describe(data)}.`);
@@ -73,12 +86,16 @@ export function tensor(data: unknown, opts: FromDataOptions = {}): Tensor {
     throw new InvalidArgumentError(`tensor() takes a TypedArray or (nested) arrays of numbers, got ${describe(data)}.`);
   }
   // The shape follows the first element at each depth; flatten() checks the rest against it.
+  // Bounded by MAX_DIMS: an array that contains itself (a[0] = a) would never end.
   const inferred: number[] = [];
-  for (let x: unknown = data; Array.isArray(x); x = x[0]) inferred.push(x.length);
+  for (let x: unknown = data; Array.isArray(x); x = x[0]) {
+    if (inferred.length === MAX_DIMS) throw new InvalidShapeError(`tensor() data is nested more than ${MAX_DIMS} levels deep (or contains itself); at most ${MAX_DIMS} dimensions are supported.`);
+    inferred.push(x.length);
+  }
   const flat: unknown[] = [];
   flatten(data, 0, inferred, flat);
   const first = flat[0];
-  const dtype = opts.dtype ?? (typeof first === 'bigint' ? 'int64' : typeof first === 'boolean' ? 'bool' : 'float32');
+  const dtype = opts.dtype !== undefined ? opts.dtype : (typeof first === 'bigint' ? 'int64' : typeof first === 'boolean' ? 'bool' : 'float32');
   const shape = opts.shape === undefined ? inferred : checkShape(opts.shape);
   const info = dtypeInfo(dtype);
   if (numelOf(shape, info.itemsize) !== flat.length) {

@@ -26,8 +26,7 @@ export function writeScalar(info: DTypeInfo, v: unknown): number | bigint {
     case 'number':
       if (typeof v === 'number') return v;
       if (typeof v === 'boolean') return v ? 1 : 0;
-      if (typeof v === 'bigint') return Number(v);
-      break;
+      break; // a bigint only into int64/uint64 (or bool): a cast is copy()'s, not a store's
     case 'bigint':
       if (typeof v === 'bigint') return v;
       if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v);
@@ -39,12 +38,13 @@ export function writeScalar(info: DTypeInfo, v: unknown): number | bigint {
       if (typeof v === 'boolean' || typeof v === 'bigint') return v ? 1 : 0;
       break;
     case 'half': {
-      const x = typeof v === 'boolean' ? (v ? 1 : 0) : typeof v === 'bigint' ? Number(v) : v;
+      const x = typeof v === 'boolean' ? (v ? 1 : 0) : v;
       if (typeof x === 'number') return info.name === 'float16' ? numberToFloat16(x) : numberToBfloat16(x);
       break;
     }
   }
-  const hint = info.kind === 'bigint' ? ' (an integer number or a bigint)' : '';
+  const hint =
+    info.kind === 'bigint' ? ' (an integer number or a bigint)' : typeof v === 'bigint' ? ' (a number: convert with Number(), or use dtype int64)' : '';
   throw new InvalidArgumentError(`Cannot store ${describe(v)} in a ${info.name} tensor${hint}.`);
 }
 

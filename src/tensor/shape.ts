@@ -3,7 +3,7 @@ import { InvalidShapeError, IndexOutOfRangeError, InvalidArgumentError } from '.
 
 export type Shape = readonly number[];
 
-const MAX_DIMS = 64;
+export const MAX_DIMS = 64;
 
 /** Validates a shape (non-negative safe integers) and returns a frozen copy. */
 export function checkShape(shape: unknown, what = 'shape'): number[] {

@@ -274,5 +274,6 @@ export class Tensor {
 /** Conversion for copy(): like a cast, so a float into an int64 tensor truncates. */
 function convert(info: DTypeInfo, v: Scalar): number | bigint {
   if (info.kind === 'bigint' && typeof v === 'number') return BigInt(Number.isFinite(v) ? Math.trunc(v) : 0);
+  if (typeof v === 'bigint' && info.kind !== 'bigint') return writeScalar(info, info.kind === 'bool' ? v : Number(v));
   return writeScalar(info, v);
 }

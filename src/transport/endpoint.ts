@@ -20,6 +20,7 @@ import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READA
 import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError, TooManyFilesError } from '../errors.js';
 import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
+import { settled } from './turns.js';
 import { isMainThread } from 'node:worker_threads';
 import { transportAddon } from './native.js';
 import { ensureReserve, giveReserve, shedDescriptors, takeReserve } from '../sharing/index.js';
@@ -80,6 +81,15 @@ export interface EndpointOptions {
 }
 
 /** Milliseconds from a user's `timeout` option: undefined/null/Infinity mean none. */
+/** The timeout of an options object (`{ timeout }`), which must be an object if given. */
+export function timeoutOption(options: unknown): number | null {
+  if (options === undefined || options === null) return null;
+  if (typeof options !== 'object') {
+    throw new InvalidArgumentError(`options must be an object such as { timeout: 1000 } (got ${typeof options === 'string' ? JSON.stringify(options) : String(options)}).`);
+  }
+  return checkTimeout((options as { timeout?: unknown }).timeout);
+}
+
 export function checkTimeout(timeout: unknown): number | null {
   if (timeout === undefined || timeout === null || timeout === Infinity) return null;
   if (typeof timeout !== 'number' || !(timeout >= 0)) {
@@ -178,7 +188,7 @@ export class Endpoint {
     } catch (e) {
       return Promise.reject(e);
     }
-    return Promise.resolve();
+    return settled(undefined); // NOTE [Letting the loop turn]
   }
 
   /** The frame of `value`, to send with sendEncoded() before anything else is encoded. */
@@ -361,7 +371,7 @@ export class Endpoint {
     if (this.#waiters.length === 0) {
       try {
         const v = this.receiveNow();
-        if (v !== NOTHING) return Promise.resolve(v);
+        if (v !== NOTHING) return settled(v); // NOTE [Letting the loop turn]
       } catch (e) {
         return Promise.reject(e);
       }

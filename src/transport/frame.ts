@@ -19,7 +19,7 @@
 import { addon } from '../native/index.js';
 import { Tensor, Storage } from '../tensor/index.js';
 import { exportStorage, importStorage, abandonExport } from '../sharing/index.js';
-import { FrameDecodeError, InvalidShapeError, TooManyDescriptorsError, isTensorprocError } from '../errors.js';
+import { FrameDecodeError, InvalidShapeError, NotTransferableError, TooManyDescriptorsError, isTensorprocError } from '../errors.js';
 import { prepare } from './walk.js';
 import { MessageReader, MessageWriter } from './serializer.js';
 import { reductionNamed, type Reduction } from './registry.js';
@@ -57,12 +57,35 @@ function oneFd(fd: number): Int32Array {
 
 /** Encodes `value` (NOTE [Frames]); refuses what cannot travel before taking any reference. */
 export function encodeMessage(value: unknown, path = '', copies = 1): Frame {
-  if (copies === 1) {
-    if (isLoneTensor(value)) return encodeTensor(value);
-    const plain = encodePlain(value); // NOTE [Plain frames]: null when the value is not one
-    if (plain !== null) return plain;
+  try {
+    if (copies === 1) {
+      if (isLoneTensor(value)) return encodeTensor(value);
+      const plain = encodePlain(value); // NOTE [Plain frames]: null when the value is not one
+      if (plain !== null) return plain;
+    }
+    return encodeValue(value, path, copies);
+  } catch (e) {
+    throw unreadable(e, path);
   }
-  return encodeValue(value, path, copies);
+}
+
+/**
+ * What the engine throws while a message is read (nothing is taken by then, or it was given
+ * back: encodeValue), as the NotTransferableError it is: a value nested so deep that the
+ * stack runs out, and a revoked Proxy (or one whose traps throw) where even `instanceof`
+ * cannot look at it. Errors of ours pass through.
+ */
+function unreadable(e: unknown, path: string): unknown {
+  if (isTensorprocError(e)) return e;
+  const where = path === '' ? '(message)' : path.replace(/^\./, '');
+  const what = where === '(message)' ? 'The message' : where;
+  if (e instanceof RangeError && /call stack/i.test(e.message)) {
+    return new NotTransferableError(`${what} is nested too deeply to be sent (the stack ran out walking it): flatten it, or send its parts in several messages.`, where);
+  }
+  if (e instanceof TypeError) {
+    return new NotTransferableError(`${what} cannot be read to be sent (${e.message}): a revoked Proxy, or one whose traps throw. Send plain data instead.`, where);
+  }
+  return e;
 }
 
 

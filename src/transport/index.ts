@@ -6,6 +6,7 @@ export { registerReduction } from './registry.js';
 export type { Reduction, ReduceContext, RebuildContext } from './registry.js';
 export { prepare } from './walk.js';
 export { transportAddon } from './native.js';
-export { Endpoint, NOTHING, checkTimeout, keepFrame } from './endpoint.js';
+export { Endpoint, NOTHING, checkTimeout, keepFrame, timeoutOption } from './endpoint.js';
+export { settled } from './turns.js';
 export type { KeptFrame } from './endpoint.js';
 export { Watcher } from './watcher.js';
