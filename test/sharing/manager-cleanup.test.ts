@@ -3,7 +3,8 @@
 // get their grace. Real processes; the latency until a name is gone is reported, not asserted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, chownSync, existsSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { checkLeaks } from '../helpers/leaks.js';
 import { ask, env, exists, holder, killAndWait, managers, newDir, waitFor } from './fixtures/manager-harness.js';
@@ -133,6 +134,26 @@ test('a sender that exits cleanly with a message nobody takes: the name goes onc
   assert.ok(exists(name));
   await waitFor(() => !exists(name));
   t.diagnostic(`removed ${(performance.now() - t0).toFixed(1)} ms after a clean exit (grace 2000 ms)`);
+});
+
+test('a sender exits cleanly with a message in flight, then the last user is SIGKILLed: the name gets the crash grace from the kill, not the clean one', async (t) => {
+  const d = newDir();
+  const log = join(d, 'removed.log');
+  const e = { ...env(d), TENSORPROC_MANAGER_LOG: log };
+  const a = holder({ env: e });
+  const b = holder({ env: e });
+  const [name] = (await ask(a, { cmd: 'create', count: 1, size: 16 })).names;
+  managers.add((await ask(a, { cmd: 'ready' })).manager);
+  await ask(b, { cmd: 'create', count: 1, size: 16 });
+  await ask(b, { cmd: 'ready' }); // a user, the one that could still receive the message
+  await ask(a, { cmd: 'export' });
+  await ask(a, { cmd: 'release' });
+  a.send({ cmd: 'exit' });
+  assert.equal((await a.exited).code, 0);
+  assert.ok(exists(name), 'the message in flight keeps it while a user lives');
+  const ms = await killAndWait(b, [name]);
+  t.diagnostic(`removed ${ms.toFixed(1)} ms after the last user's SIGKILL (crash grace 1000 ms; the clean grace, 2000 ms, had just begun)`);
+  assert.match(readFileSync(log, 'latin1'), new RegExp(`removed ${name}: 1 reference\\(s\\) in flight, and the last process that could take them was killed`));
 });
 
 test('names left by a process killed while no manager ran are swept when one starts', async (t) => {

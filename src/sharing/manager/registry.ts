@@ -58,6 +58,8 @@ export class Registry {
   readonly #log: (line: string) => void;
   readonly #changed: () => void;
   #pidTimer: NodeJS.Timeout | null = null;
+  /** When a user last died without saying goodbye (killed), or null. */
+  #lastUserKilled: number | null = null;
 
   /** `changed()` is called when the registry may have become empty (the manager may stop). */
   constructor(log: (line: string) => void, changed: () => void) {
@@ -247,6 +249,7 @@ export class Registry {
   #judgeDeath(proc: Proc): void {
     if (this.#procs.get(proc.pid) !== proc) return; // judged already
     const pid = proc.pid;
+    if (proc.user && proc.crashed) this.#lastUserKilled = Date.now();
     this.#unwatch(proc);
     const names = new Set(proc.names);
     // Names it created whose registration it had no time to send (killed within a turn).
@@ -357,8 +360,13 @@ export class Registry {
     }
     st.orphanSince ??= now;
     const wait = st.orphanSince + CLEAN_GRACE_MS - now;
-    if (wait > 0) return this.#schedule(name, st, wait);
-    if (this.#liveUsers() === 0) return this.#unlink(name, `${total} reference(s) in flight and no process left to take them`);
+    // With no user left and the last to go killed (NOTE [The file_system manager]), the
+    // messages were most likely in its queues: the crash grace from its death, not more.
+    const noUser = this.#liveUsers() === 0;
+    const cut = noUser && this.#lastUserKilled !== null ? this.#lastUserKilled + CRASH_GRACE_MS - now : Infinity;
+    if (wait > 0 && cut > 0) return this.#schedule(name, st, Math.min(wait, cut));
+    if (noUser && wait > 0) return this.#unlink(name, `${total} reference(s) in flight, and the last process that could take them was killed over ${CRASH_GRACE_MS} ms ago`);
+    if (noUser) return this.#unlink(name, `${total} reference(s) in flight and no process left to take them`);
     // Kept while a user lives (it may still receive the message); judged again at each death.
   }
 

@@ -29,7 +29,10 @@
 //        after that while any *user* lives (a process that has connected: it may be the
 //        receiver), and goes with the last one. A receiver that never used named segments
 //        itself is only covered by the 2 s. (A queue closed with unread messages should
-//        release them; if nobody does, they wait for the last user.)
+//        release them; if nobody does, they wait for the last user.) When that last user
+//        is killed (a parent and its pipeline SIGKILLed), the messages were most likely in
+//        its queues: they get CRASH_GRACE_MS from its death, so that every name of a
+//        killed pipeline is gone within about a second, not the clean grace after it.
 //  - Starting: the first process that finds no manager starts one, detached. Two may start
 //    at once: an flock on manager.lock decides, the loser exits, and clients retry connecting
 //    until the winner listens. The winner removes a dead manager's socket file before
