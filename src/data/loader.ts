@@ -7,7 +7,7 @@ import {
   buildDataset, checkDatasetTarget, classify, isDatasetTarget, needsTarget,
   type Dataset, type DatasetKind, type DatasetTarget, type MapDataset,
 } from './dataset.js';
-import { Epoch, checkState, forever, samplerGenerators, type DataLoaderState } from './epoch.js';
+import { Epoch, STATE_FORMAT, checkState, forever, samplerGenerators, type DataLoaderState } from './epoch.js';
 import { makeFetcher, type CollateFn, type FetchRequest } from './fetch.js';
 import type { Generator } from './generator.js';
 import { loadInProcess } from './in-process.js';
@@ -33,6 +33,8 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   #busy = false;
   /** The workers of the running (or, persistent, the last) iteration. */
   #workers: LoaderWorkers | null = null;
+  /** The workers' targets, resolved once. */
+  #targets: Promise<Pick<WorkerSpec, 'dataset' | 'collate' | 'workerInit'>> | null = null;
   /** A loaded state waiting for the next iteration. */
   #resume: DataLoaderState | null = null;
 
@@ -120,7 +122,8 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     try {
       const { dataset, kind } = this.#built!;
       const epoch = this.#beginEpoch(kind);
-      const wrap = s.collate === undefined ? disposable : (b: unknown) => b;
+      // Only default collate's batches are made for the step (defaultConvert's samples may be the dataset's own).
+      const wrap = s.collate === undefined && s.batchSize !== null ? disposable : (b: unknown) => b;
       if (s.numWorkers === 0) {
         const collate = (await loadOption(s.collate, 'collate target')) ?? (s.batchSize === null ? defaultConvert : defaultCollate);
         const fetcher = makeFetcher(dataset, kind, { batchSize: s.batchSize, dropLast: s.dropLast, collate: collate as CollateFn });
@@ -151,18 +154,22 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
 
   /** What every worker is started with: the targets resolved to file: URLs here, once. */
   async #spec(kind: DatasetKind, baseSeed: number): Promise<WorkerSpec> {
+    this.#targets ??= (async () => {
+      const s = this.#settings;
+      const resolve = async (t: FunctionTarget | undefined) => {
+        if (t === undefined) return null;
+        const { url, exportName } = await resolveTarget(t);
+        return { module: url, export: exportName };
+      };
+      const source = this.#source as DatasetTarget;
+      return {
+        dataset: { ...(await resolve(source))!, args: source.args ?? [] },
+        collate: await resolve(s.collate as FunctionTarget | undefined),
+        workerInit: await resolve(s.workerInit as FunctionTarget | undefined),
+      };
+    })();
     const s = this.#settings;
-    const resolve = async (t: FunctionTarget | undefined) => {
-      if (t === undefined) return null;
-      const { url, exportName } = await resolveTarget(t);
-      return { module: url, export: exportName };
-    };
-    const source = this.#source as DatasetTarget;
-    const dataset = { ...(await resolve(source))!, args: source.args ?? [] };
-    return {
-      dataset, kind, collate: await resolve(s.collate as FunctionTarget | undefined), workerInit: await resolve(s.workerInit as FunctionTarget | undefined),
-      batchSize: s.batchSize, dropLast: s.dropLast, numWorkers: s.numWorkers, baseSeed,
-    };
+    return { ...(await this.#targets), kind, batchSize: s.batchSize, dropLast: s.dropLast, numWorkers: s.numWorkers, baseSeed };
   }
 
   /** The pids of the workers running now (empty when loading in this process, or between non-persistent epochs). */
@@ -205,7 +212,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     if (this.#epoch !== null) return this.#epoch.state();
     const s = this.#settings;
     return {
-      format: 'tensorproc.DataLoader/1',
+      format: STATE_FORMAT,
       generator: s.generator.getState(),
       samplerGenerators: this.#samplerGenerators.map((g) => g.getState()),
       persistentSeed: this.#persistentSeed,

@@ -39,8 +39,7 @@ function resourceError(id: number, pid: number, report: ErrorReport): Error | nu
 }
 
 /** A batch threw in worker `id` (torch: "Caught ValueError in DataLoader worker process 0."). */
-export function batchError(id: number, req: FetchRequest, report: ErrorReport): Error {
-  const pid = (report.error.fields.pid as number | undefined) ?? -1;
+export function batchError(id: number, pid: number, req: FetchRequest, report: ErrorReport): Error {
   return resourceError(id, pid, report) ?? new DataLoaderWorkerError(
     `Caught ${report.error.name} in DataLoader worker ${id} (pid ${pid})${describe([req])}.\nOriginal stack:\n${report.trace}`,
     id, pid, indicesOf(req), { cause: rebuildError(report.error) },

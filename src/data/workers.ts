@@ -45,6 +45,8 @@ interface Task {
   readonly pos: number;
   readonly req: FetchRequest;
   worker: number;
+  /** The pid of the worker that answered. */
+  pid: number;
   outcome: FromWorker | null;
 }
 
@@ -124,7 +126,7 @@ export class LoaderWorkers {
 
   #onMessage(id: number, m: FromWorker): void {
     if (m.kind === 'error' && m.task === null) return this.#fail(initError(id, this.#set.pid(id), m));
-    const task = m.kind === 'error' || m.kind === 'batch' || m.kind === 'end' ? this.#tasks.get(m.task!) : undefined;
+    const task = this.#tasks.get(m.task as number);
     if (task === undefined || task.worker !== id) {
       // A result of an iteration that ended before it came (NOTE [DataLoader workers]).
       if (m.kind === 'batch') releaseTensors(m.data);
@@ -134,7 +136,7 @@ export class LoaderWorkers {
     const at = held.indexOf(task.id);
     if (at >= 0) held.splice(at, 1);
     if (m.kind === 'end') this.#active[id] = false;
-    if (m.kind === 'error') m.error.fields.pid ??= this.#set.pid(id);
+    task.pid = this.#set.pid(id) ?? -1;
     task.outcome = m;
     this.#arrivals.push(task.id);
     this.#wakeUp();
@@ -222,7 +224,7 @@ export class LoaderWorkers {
           exhausted = true;
           break;
         }
-        const task: Task = { id: this.#nextTask++, pos: planned.pos, req: planned.req, worker: w, outcome: null };
+        const task: Task = { id: this.#nextTask++, pos: planned.pos, req: planned.req, worker: w, pid: -1, outcome: null };
         this.#tasks.set(task.id, task);
         order.push(task);
         this.#send(w, task);
@@ -250,7 +252,7 @@ export class LoaderWorkers {
         waitingSince = -1;
         this.#tasks.delete(task.id);
         const o = task.outcome!;
-        if (o.kind === 'error') throw batchError(task.worker, task.req, o);
+        if (o.kind === 'error') throw batchError(task.worker, task.pid, task.req, o);
         put();
         if (o.kind === 'end') continue;
         const data = (o as { data: unknown }).data;
