@@ -16,7 +16,7 @@ import { Tensor, empty, tensor, type DType, type TypedArray } from '../tensor/in
 type Collate = (batch: unknown[]) => unknown;
 
 /** torch's default_collate: the batch of samples as one structure of batched leaves. */
-export const defaultCollate: Collate = (batch) => collate(batch, 'batch');
+export const defaultCollate: Collate = (batch) => collateAt(batch, 'batch');
 
 /** torch's default_convert (batchSize null): one sample, TypedArrays wrapped as tensors, the rest as it is. */
 export function defaultConvert(sample: unknown): unknown {
@@ -31,7 +31,7 @@ export function defaultConvert(sample: unknown): unknown {
   return sample;
 }
 
-function isPlainObject(x: unknown): x is Record<string, unknown> {
+export function isPlainObject(x: unknown): x is Record<string, unknown> {
   if (x === null || typeof x !== 'object') return false;
   const proto = Object.getPrototypeOf(x);
   return proto === Object.prototype || proto === null;
@@ -56,7 +56,8 @@ function mismatch(path: string, batch: readonly unknown[], i: number): CollateEr
   );
 }
 
-function collate(batch: readonly unknown[], path: string): unknown {
+/** defaultCollate of the values at `path` of a batch (the name its errors give). */
+export function collateAt(batch: readonly unknown[], path: string): unknown {
   const first = batch[0];
   const kind = kindOf(first);
   for (let i = 1; i < batch.length; i++) if (kindOf(batch[i]) !== kind) throw mismatch(path, batch, i);
@@ -84,7 +85,7 @@ function collate(batch: readonly unknown[], path: string): unknown {
       }
     }
     const out = new Array<unknown>(n);
-    for (let k = 0; k < n; k++) out[k] = collate(batch.map((s) => (s as unknown[])[k]), `${path}[${k}]`);
+    for (let k = 0; k < n; k++) out[k] = collateAt(batch.map((s) => (s as unknown[])[k]), `${path}[${k}]`);
     return out;
   }
   if (first instanceof Map) {
@@ -94,7 +95,7 @@ function collate(batch: readonly unknown[], path: string): unknown {
         if (!(s as Map<unknown, unknown>).has(key)) throw missingKey(path, String(key), i);
         return (s as Map<unknown, unknown>).get(key);
       });
-      out.set(key, collate(values, `${path}.get(${JSON.stringify(key)})`));
+      out.set(key, collateAt(values, `${path}.get(${JSON.stringify(key)})`));
     }
     return out;
   }
@@ -105,7 +106,7 @@ function collate(batch: readonly unknown[], path: string): unknown {
         if (!Object.hasOwn(s as object, key)) throw missingKey(path, key, i);
         return (s as Record<string, unknown>)[key];
       });
-      out[key] = collate(values, `${path}.${key}`);
+      out[key] = collateAt(values, `${path}.${key}`);
     }
     return out;
   }

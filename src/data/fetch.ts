@@ -1,6 +1,8 @@
 // Fetchers, as torch/utils/data/_utils/fetch.py: turn what the sampler gave (an array of
 // indices, one index, or for an iterable dataset just "the next batch") into a batch. The
 // same code runs in the main process (numWorkers 0) and in each worker.
+import { defaultCollate } from './collate.js';
+import { CollateStream } from './collate-stream.js';
 import type { Dataset, MapDataset, IterableDataset } from './dataset.js';
 
 export type CollateFn = (batch: unknown[]) => unknown;
@@ -41,12 +43,26 @@ class MapFetcher implements Fetcher {
   async fetch(req: FetchRequest): Promise<unknown> {
     const { dataset, opts } = this;
     if (typeof req === 'number') return (opts.collate as ConvertFn)(await dataset.getItem(req)); // an async collate's promise is awaited by the caller's await
-    const samples = new Array<unknown>((req as number[]).length);
+    const indices = req as readonly number[];
+    const samples = new Array<unknown>(indices.length);
+    // Default collate takes the samples as they come while getItem answers at once (NOTE
+    // [Collating as samples come]); the first promise sends the rest to Promise.all.
+    const stream = opts.collate === defaultCollate ? new CollateStream(indices.length) : null;
     let pending = false;
-    for (let k = 0; k < samples.length; k++) {
-      const s = dataset.getItem((req as number[])[k]!);
-      if (isThenable(s)) pending = true;
-      samples[k] = s;
+    try {
+      for (let k = 0; k < samples.length; k++) {
+        const s = dataset.getItem(indices[k]!);
+        if (isThenable(s)) pending = true;
+        else if (!pending) stream?.add(s);
+        samples[k] = s;
+      }
+    } catch (e) {
+      stream?.abandon(); // a getItem that threw: the batch begun goes back to the cache now
+      throw e;
+    }
+    if (stream !== null) {
+      if (!pending) return stream.finish();
+      stream.abandon();
     }
     return (opts.collate as CollateFn)(pending ? await Promise.all(samples) : samples);
   }

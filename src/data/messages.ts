@@ -22,12 +22,17 @@ export interface WorkerSpec {
 export type ToWorker =
   /** Load the batch `req` as task `task`. */
   | { kind: 'fetch'; task: number; req: FetchRequest }
-  /** A persistent worker's next epoch: an iterable dataset starts over (torch's _ResumeIteration). */
-  | { kind: 'reset' };
+  /**
+   * A parked worker's next epoch (torch's _ResumeIteration): answer `resumed`; with `reset`,
+   * an iterable dataset starts over first.
+   */
+  | { kind: 'resume'; reset: boolean };
 
 export type FromWorker =
   | { kind: 'batch'; task: number; data: unknown }
   /** An iterable dataset's replica has nothing more for task `task` (torch's _IterableDatasetStopIteration). */
   | { kind: 'end'; task: number }
+  /** The answer to `resume`: this worker is alive and ready for the epoch. */
+  | { kind: 'resumed' }
   /** Loading task `task` threw; task null: building the dataset or workerInit did, and the worker stops. */
   | { kind: 'error'; task: number | null; error: SerializedError; trace: string };

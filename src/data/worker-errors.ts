@@ -59,9 +59,13 @@ export function exitError(id: number, exit: WorkerExit, held: readonly FetchRequ
   const how = exit.signalName !== null
     ? `was killed by signal ${exit.signalName}`
     : exit.pid < 0 ? 'could not start' : `exited unexpectedly with code ${exit.exitCode}`;
+  const restart = 'or, for a map-style dataset, set maxWorkerRestarts so that a new worker loads its batches again.';
   const hint = exit.signalName === 'SIGKILL'
-    ? ' SIGKILL is what the kernel\'s out-of-memory killer sends (see dmesg): lower numWorkers or batchSize, or, for a map-style dataset, set maxWorkerRestarts so that a new worker loads its batches again.'
-    : '';
+    ? ` SIGKILL is what the kernel's out-of-memory killer sends (see dmesg): lower numWorkers or batchSize, ${restart}`
+    : exit.signalName === 'SIGABRT'
+      ? ' SIGABRT is how V8 ends a process whose JavaScript heap is full ("JavaScript heap out of memory" on the worker\'s stderr): ' +
+        `lower batchSize, give the workers a larger heap (NODE_OPTIONS=--max-old-space-size=MiB, read when they start), ${restart}`
+      : '';
   const detail = exit.error && exit.signalName === null ? `\n${exit.error.message.trim()}` : '';
   return new DataLoaderWorkerExitedError(
     `DataLoader worker ${id} (pid ${exit.pid}) ${how}${describe(held)}.${hint}${detail}`,

@@ -54,9 +54,12 @@ export const main = workerMain<[WorkerSpec]>(async ({ id, port, args: [spec] }) 
     await turn();
     const m = (await port.next()) as ToWorker | typeof END;
     if (m === END) break;
-    if (m.kind === 'reset') {
-      await closeFetcher(fetcher);
-      fetcher = makeFetcher(dataset, spec.kind, opts);
+    if (m.kind === 'resume') {
+      if (m.reset) {
+        await closeFetcher(fetcher);
+        fetcher = makeFetcher(dataset, spec.kind, opts);
+      }
+      port.send({ kind: 'resumed' } satisfies FromWorker);
       continue;
     }
     let data: unknown;

@@ -1,12 +1,14 @@
 // Default collate and convert, as torch's default_collate / default_convert: tensors stacked
 // into shared memory, numbers into int32 or float64, structures recursed, mismatches refused
-// with a CollateError naming where.
+// with a CollateError naming where. CollateStream (the samples taken as they come) gives
+// exactly defaultCollate's batches and errors.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import * as mp from '../../src/index.js';
 import { throwsCoded } from '../helpers/errors.js';
 import { checkLeaks } from '../helpers/leaks.js';
+import { CollateStream } from '../../src/data/collate-stream.js';
 
 checkLeaks();
 
@@ -109,5 +111,90 @@ describe('defaultConvert and releaseTensors', () => {
     throwsCoded(() => t.get(0), mp.ReleasedError, 'ERR_TP_RELEASED');
     throwsCoded(() => u.get(0), mp.ReleasedError, 'ERR_TP_RELEASED');
     mp.releaseTensors(batch); // released ones are skipped
+  });
+});
+
+/** CollateStream over `samples`, added one at a time. */
+function streamed(samples: unknown[]): unknown {
+  const s = new CollateStream(samples.length);
+  for (const x of samples) s.add(x);
+  return s.finish();
+}
+
+/** A comparable picture of a batch: tensors as [dtype, shape, values, shared]. */
+function picture(b: unknown): unknown {
+  if (b instanceof mp.Tensor) return ['tensor', b.dtype, b.shape, b.toArray(), b.isShared()];
+  if (Array.isArray(b)) return b.map(picture);
+  if (b instanceof Map) return ['map', [...b].map(([k, v]) => [k, picture(v)])];
+  if (b !== null && typeof b === 'object') return Object.fromEntries(Object.entries(b).map(([k, v]) => [k, picture(v)]));
+  return b;
+}
+
+describe('CollateStream (NOTE [Collating as samples come])', () => {
+  test('the same batches as defaultCollate: tensors, TypedArrays, numbers, strings, arrays, Maps, objects', () => {
+    const sample = (i: number) => ({
+      img: mp.full([2, 3], i),
+      view: mp.tensor([[i, 1, 2], [3, 4, 5]]).transpose(0, 1),
+      ta: new Int16Array([i, -i]),
+      n: i, f: i + 0.5, b: i % 2 === 0, s: `s${i}`, big: BigInt(i),
+      pair: [mp.full([1], -i), i],
+      m: new Map<string, unknown>([['k', mp.full([2], i, { dtype: 'int32' })], ['j', i]]),
+    });
+    for (const n of [1, 2, 5]) {
+      const samples = Array.from({ length: n }, (_, i) => sample(i));
+      const a = streamed(samples), b = mp.defaultCollate(samples);
+      assert.deepEqual(picture(a), picture(b));
+      assert.ok((a as { img: mp.Tensor }).img.isShared());
+      mp.releaseTensors(a);
+      mp.releaseTensors(b);
+    }
+    fc.assert(fc.property(fc.array(fc.tuple(fc.integer(), fc.double({ noNaN: true })), { minLength: 1, maxLength: 8 }), (rows) => {
+      const samples = rows.map(([i, x]) => [mp.full([2], x), i, { x }]);
+      const a = streamed(samples), b = mp.defaultCollate(samples);
+      assert.deepEqual(picture(a), picture(b));
+      mp.releaseTensors([a, b]);
+    }), { numRuns: 50 });
+  });
+
+  test('a sample that does not match gives defaultCollate\'s own CollateError, word for word', () => {
+    const cases: unknown[][] = [
+      [mp.zeros([2]), mp.zeros([3])],
+      [mp.zeros([2]), mp.zeros([2], { dtype: 'int32' })],
+      [mp.zeros([2]), 3],
+      [new Float32Array(2), new Float64Array(2)],
+      [{ a: mp.zeros([1]), b: 2 }, { a: mp.zeros([1]) }],
+      [[mp.zeros([1]), 1], [mp.zeros([1])]],
+      [new Map([['k', mp.zeros([1])]]), new Map([['j', mp.zeros([1])]])],
+      [{ t: mp.zeros([1]), d: new Date() }, { t: mp.zeros([1]), d: new Date() }],
+      [{ t: mp.zeros([1]), x: 1 }, { t: mp.zeros([1]), x: 'one' }],
+    ];
+    for (const samples of cases) {
+      const want = (() => { try { mp.defaultCollate(samples); } catch (e) { return e as mp.CollateError; } return null; })();
+      assert.ok(want instanceof mp.CollateError);
+      const e = throwsCoded(() => streamed(samples), mp.CollateError, 'ERR_TP_COLLATE');
+      assert.equal(e.message, want.message);
+      assert.equal(e.path, want.path);
+    }
+  });
+
+  test('a loader copies each sample as getItem returns it: a dataset that refills one buffer still gets every sample', async () => {
+    // How this test sees the early copy; defaultCollate after the last getItem would stack
+    // the last sample n times. An async getItem takes the ordinary path, and its own fresh samples are right too.
+    const buf = mp.empty([4]);
+    const reusing = { length: 6, getItem: (i: number) => buf.fill(i) };
+    const loader = new mp.DataLoader(reusing, { batchSize: 3 });
+    const got: unknown[] = [];
+    for await (const b of loader) {
+      got.push((b as mp.Tensor).toArray());
+      mp.releaseTensors(b);
+    }
+    assert.deepEqual(got, [[0, 1, 2], [3, 4, 5]].map((r) => r.map((i) => [i, i, i, i])));
+    const mixed = { length: 4, getItem: (i: number) => (i === 1 ? Promise.resolve(mp.full([1], i)) : mp.full([1], i)) };
+    const batches: unknown[] = [];
+    for await (const b of new mp.DataLoader(mixed, { batchSize: 4 })) {
+      batches.push((b as mp.Tensor).toArray());
+      mp.releaseTensors(b);
+    }
+    assert.deepEqual(batches, [[[0], [1], [2], [3]]]);
   });
 });

@@ -81,6 +81,49 @@ describe('DataLoader worker failures', () => {
     });
   }
 
+  test('a worker out of memory (its heap exhausted): DataLoaderWorkerExitedError naming the worker, the signal and the fix', async () => {
+    // The workers inherit NODE_OPTIONS when they start: a 24 MiB heap, which sample 3 overflows.
+    const saved = process.env.NODE_OPTIONS;
+    process.env.NODE_OPTIONS = `${saved ?? ''} --max-old-space-size=24`;
+    try {
+      const loader = new mp.DataLoader(target('hoarding', 8, 3), { batchSize: 1, numWorkers: 2 });
+      const { pids, error, got } = await drain(loader);
+      isCoded(mp.DataLoaderWorkerExitedError, 'ERR_TP_WORKER_EXITED')(error);
+      const e = error as mp.DataLoaderWorkerExitedError;
+      assert.equal(e.workerId, 1); // index 3: worker 1's second batch (it may hold 5 too)
+      assert.equal(e.signalName, 'SIGABRT', 'V8 aborts a process whose heap is full');
+      assert.match(e.message, /worker 1 \(pid \d+\) was killed by signal SIGABRT while loading the samples of indices \[(\d+, )*3(, \d+)*\]/);
+      assert.match(e.message, /heap out of memory[\s\S]*--max-old-space-size/);
+      assert.ok(got <= 3, 'no batch after the one that failed');
+      noneRunning(pids);
+    } finally {
+      if (saved === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = saved;
+    }
+  });
+
+  test('a persistent worker that dies while parked between epochs is replaced when the next epoch starts', async () => {
+    const loader = new mp.DataLoader(target('squares', 8), { batchSize: 2, numWorkers: 2, persistentWorkers: true });
+    const epoch = async () => {
+      const ys: number[] = [];
+      for await (const b of loader) {
+        ys.push(...((b as { y: mp.Tensor }).y.toArray() as number[]));
+        mp.releaseTensors(b);
+      }
+      return ys;
+    };
+    const all = Array.from({ length: 8 }, (_, i) => i);
+    assert.deepEqual(await epoch(), all);
+    const [dead, kept] = loader.workerPids as [number, number];
+    process.kill(dead, 'SIGKILL');
+    await waitFor(() => !running(dead));
+    assert.deepEqual(await epoch(), all, 'the next epoch is whole');
+    const now = loader.workerPids;
+    assert.equal(now.length, 2);
+    assert.ok(!now.includes(dead) && now.includes(kept), `${now} after killing ${dead}`);
+    await loader.close();
+  });
+
   test('a worker that exits with a code: DataLoaderWorkerExitedError with the code', async () => {
     const loader = new mp.DataLoader(target('killer', 20, 3, { exitCode: 3 }), { batchSize: 1, numWorkers: 2, persistentWorkers: true });
     const { pids, error } = await drain(loader);

@@ -1,7 +1,8 @@
 // Memory with workers: a released batch's segment comes back to the worker that made it and
 // carries a later batch (a handful of segments serve any number of batches), under both
 // sharing strategies; resident memory of the main process and of the workers stays flat
-// over 20 epochs; nothing is left in /dev/shm or open after close().
+// over 20 epochs; nothing is left in /dev/shm or open after close(); the workers' heap is
+// kept by glibc (NOTE [Worker malloc]).
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -75,5 +76,27 @@ describe('DataLoader memory with workers', () => {
       assert.ok(grew < 8, `${k === 0 ? 'main process' : `worker ${k - 1}`}: ${grew.toFixed(1)} MiB more at its lowest in epochs 11-20 than at its highest in 1-10`);
     }
     await loader.close();
+  });
+
+  test('process workers start with glibc keeping their freed heap (NOTE [Worker malloc]); a user\'s own malloc tunables are kept as they are', async () => {
+    const seen = async (): Promise<string[]> => {
+      const out: string[] = [];
+      for await (const b of new mp.DataLoader(target('tunables', 4), { batchSize: null, numWorkers: 2 })) out.push(b as string);
+      return out;
+    };
+    const saved = process.env.GLIBC_TUNABLES;
+    try {
+      delete process.env.GLIBC_TUNABLES;
+      assert.deepEqual(await seen(), new Array(4).fill('glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728'));
+      assert.equal(process.env.GLIBC_TUNABLES, undefined, 'this process\'s environment is left as it was');
+      process.env.GLIBC_TUNABLES = 'glibc.rtld.optional_static_tls=4096';
+      assert.deepEqual(await seen(), new Array(4).fill('glibc.rtld.optional_static_tls=4096:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728'));
+      process.env.GLIBC_TUNABLES = 'glibc.malloc.arena_max=1';
+      assert.deepEqual(await seen(), new Array(4).fill('glibc.malloc.arena_max=1'));
+      assert.equal(process.env.GLIBC_TUNABLES, 'glibc.malloc.arena_max=1');
+    } finally {
+      if (saved === undefined) delete process.env.GLIBC_TUNABLES;
+      else process.env.GLIBC_TUNABLES = saved;
+    }
   });
 });

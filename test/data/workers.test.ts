@@ -131,6 +131,18 @@ describe('DataLoader with workers', () => {
     assert.ok(pids!.every((p) => !running(p)), 'close() waits for the workers to exit');
   });
 
+  test('await using: the loader\'s persistent workers are stopped at the end of the block', async () => {
+    let pids: number[];
+    {
+      await using loader = new mp.DataLoader(target('squares', 8), { batchSize: 2, numWorkers: 2, persistentWorkers: true });
+      assert.equal((await collect(loader)).length, 4);
+      pids = loader.workerPids;
+      assert.equal(pids.length, 2);
+      assert.ok(pids.every(running), 'parked, not stopped, after the epoch');
+    }
+    assert.ok(pids.every((p) => !running(p)), 'stopped and awaited by the disposal');
+  });
+
   test('early break: non-persistent workers are stopped before the loop goes on; persistent ones drop what they had loaded', async () => {
     const loader = new mp.DataLoader(target('squares', 40), { batchSize: 2, numWorkers: 2 });
     let pids: number[] = [];
