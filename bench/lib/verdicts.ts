@@ -2,7 +2,7 @@
 // verdict beside its figure. W1: issue 14's "How it is judged" (YARDSTICK.md says how W1 is
 // judged per size: against torch at the small sizes, same strategy, and as a share of the
 // fill limit from 16 MiB, where no transport can beat writing the tensor once). W2: issue 3
-// (tensorproc's spawn at most 1.3x the time of a bare child_process.fork).
+// (tensorproc's spawn at most 1.3x the time of a bare child_process.fork). W3: issue 11.
 
 export interface Bar {
   workload: string;
@@ -26,6 +26,10 @@ export const BARS: Bar[] = [
   w1('16 MiB', 'fill limit', 0.85, '≥ 85% of fill limit'),
   w1('64 MiB', 'fill limit', 0.85, '≥ 85% of fill limit'),
   ...['N=2', 'N=4'].map((n): Bar => ({ workload: 'W2', case: n, impl: 'tensorproc spawn', against: 'child_process.fork', atLeast: 1 / 1.3, text: '≤ 1.3x fork' })),
+  // W3: issue 11's bars, tensorproc's Pool of processes against torch's Pool.
+  { workload: 'W3', case: 'tiny, chunksize 1', impl: 'tensorproc processes', against: 'torch', atLeast: 1.5, text: '≥ 1.5x torch' },
+  { workload: 'W3', case: 'tiny, default chunksize', impl: 'tensorproc processes', against: 'torch', atLeast: 1, text: '≥ torch' },
+  { workload: 'W3', case: '1 MiB tensor results', impl: 'tensorproc processes', against: 'torch', atLeast: 10, text: '≥ 10x torch' },
 ];
 
 /** The bar for `impl` on one case, with `{strategy}` filled in, if there is one. */

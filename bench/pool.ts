@@ -1,0 +1,125 @@
+// W3 (shared/YARDSTICK.md): a pool of 2 processes: map over 20,000 tiny tasks (x -> x*x) at
+// chunksize 1, 200,000 at the default chunksize, and 500 tasks that each return a fresh 1 MiB
+// float32 tensor, filled. tensorproc's Pool (processes, and threads) against torch's Pool
+// (bench/anchors/torch-pool.py, with the first python3 that has torch) and piscina 5
+// (bench/anchors/piscina-pool.ts), side by side in one run. Each pool is warmed as torch's
+// anchor warms its own (100 tiny tasks); the 1 MiB results are held until the map returns,
+// then let go of, as the anchor's are.
+//
+//   node --expose-gc dist/bench/pool.js        (or `tensorproc bench --only W3`)
+// Records as NOTE [Bench records]; TENSORPROC_BENCH_QUICK=1 for one trial of each.
+import { Pool, type StartMethod, type Tensor } from '../src/index.js';
+import { anchorPath, findPythons, runJsonLines } from './lib/programs.js';
+import { benchEnv, runWorkload, type Step, type StepRecord } from './lib/workload.js';
+
+const env = benchEnv();
+const TRIALS = env.quick ? 1 : 3;
+const TASKS = { module: new URL('./lib/w3-tasks.js', import.meta.url) };
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
+interface Case {
+  name: string;
+  tasks: number;
+  run(pool: Pool, items: number[]): Promise<void>;
+}
+
+const CASES: Case[] = [
+  { name: 'tiny, chunksize 1', tasks: 20_000, run: (pool, items) => check(pool.map<number>({ ...TASKS, export: 'square' }, items, { chunksize: 1 }), items) },
+  { name: 'tiny, default chunksize', tasks: 200_000, run: (pool, items) => check(pool.map<number>({ ...TASKS, export: 'square' }, items), items) },
+  {
+    name: '1 MiB tensor results',
+    tasks: 500,
+    run: async (pool, items) => {
+      const out = await pool.map<Tensor>({ ...TASKS, export: 'freshTensor' }, items);
+      const last = out[items.length - 1]!.data as Float32Array;
+      if (last[0] !== items.length - 1 || last[last.length - 1] !== items.length - 1) throw new Error('W3: a tensor result is wrong');
+      for (const t of out) t.release();
+    },
+  },
+];
+
+async function check(results: Promise<number[]>, items: number[]): Promise<void> {
+  const r = await results;
+  const n = items.length - 1;
+  if (r.length !== items.length || r[n] !== n * n) throw new Error('W3: a result is wrong');
+}
+
+const pools = new Map<StartMethod, Pool>();
+
+async function poolFor(startMethod: StartMethod): Promise<Pool> {
+  let pool = pools.get(startMethod);
+  if (pool === undefined) {
+    pool = new Pool({ processes: 2, startMethod });
+    pools.set(startMethod, pool);
+    await pool.map({ ...TASKS, export: 'square' }, range(100)); // warm, as torch's anchor
+  }
+  return pool;
+}
+
+function ours(startMethod: StartMethod, c: Case): Step {
+  const impl = `tensorproc ${startMethod === 'spawn' ? 'processes' : 'threads'}`;
+  return {
+    label: `${impl} ${c.name}`,
+    weight: c.tasks === 500 ? 0.5 : 0.3,
+    run: async () => {
+      const pool = await poolFor(startMethod);
+      const items = range(c.tasks);
+      const t0 = performance.now();
+      await c.run(pool, items);
+      return [w3(impl, c.name, c.tasks, (performance.now() - t0) / 1000)];
+    },
+  };
+}
+
+const w3 = (impl: string, caseName: string, tasks: number, seconds: number): StepRecord => ({
+  impl,
+  case: caseName,
+  count: tasks,
+  value: Math.round(tasks / seconds),
+  unit: 'tasks/s',
+  better: 'higher',
+});
+
+/** An anchor's lines as records (its own trials, all cases). */
+function anchor(label: string, weight: number, cmd: () => [string, string[]] | null): Step {
+  return {
+    label,
+    weight,
+    run: async () => {
+      const c = cmd();
+      if (c === null) return [];
+      const rows = await runJsonLines(c[0], c[1]);
+      return rows.map((r) => w3(String(r.impl), String(r.case), Number(r.tasks), Number(r.tasks) / Number(r.tasks_per_s)));
+    },
+  };
+}
+
+function steps(): Step[] {
+  const out: Step[] = [];
+  for (let t = 0; t < TRIALS; t++) {
+    for (const m of ['spawn', 'thread'] as StartMethod[]) for (const c of CASES) out.push(ours(m, c));
+  }
+  out.push(
+    anchor('torch Pool', 6 + 3 * TRIALS, () => {
+      const { torch } = findPythons();
+      return torch ? [torch.path, [anchorPath('torch-pool.py'), String(TRIALS)]] : null;
+    }),
+  );
+  out.push(anchor('piscina', 1 + TRIALS, () => [process.execPath, [anchorPath('piscina-pool.js'), String(TRIALS)]]));
+  out.push({
+    label: 'closing the pools',
+    weight: 0.2,
+    run: async () => {
+      for (const pool of pools.values()) pool.close();
+      await Promise.all([...pools.values()].map((p) => p.join()));
+      pools.clear();
+      return [];
+    },
+  });
+  return out;
+}
+
+runWorkload('W3', steps(), env).catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+});
