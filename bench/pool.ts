@@ -7,13 +7,17 @@
 // then let go of, as the anchor's are.
 //
 //   node --expose-gc dist/bench/pool.js        (or `tensorproc bench --only W3`)
-// Records as NOTE [Bench records]; TENSORPROC_BENCH_QUICK=1 for one trial of each.
+// Records as NOTE [Bench records]; TENSORPROC_BENCH_QUICK=1 (`--quick`): one trial of each at
+// a tenth of the counts, anchors included (a few seconds, to see that it all runs).
 import { Pool, type StartMethod, type Tensor } from '../src/index.js';
 import { anchorPath, findPythons, runJsonLines } from './lib/programs.js';
 import { benchEnv, runWorkload, type Step, type StepRecord } from './lib/workload.js';
 
 const env = benchEnv();
 const TRIALS = env.quick ? 1 : 3;
+const SCALE = env.quick ? 10 : 1;
+const COUNTS = { tiny: 20_000 / SCALE, default: 200_000 / SCALE, tensor: 500 / SCALE };
+const COUNT_ARGS = [COUNTS.tiny, COUNTS.default, COUNTS.tensor].map(String);
 const TASKS = { module: new URL('./lib/w3-tasks.js', import.meta.url) };
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 
@@ -24,11 +28,11 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: 'tiny, chunksize 1', tasks: 20_000, run: (pool, items) => check(pool.map<number>({ ...TASKS, export: 'square' }, items, { chunksize: 1 }), items) },
-  { name: 'tiny, default chunksize', tasks: 200_000, run: (pool, items) => check(pool.map<number>({ ...TASKS, export: 'square' }, items), items) },
+  { name: 'tiny, chunksize 1', tasks: COUNTS.tiny, run: (pool, items) => check(pool.map<number>({ ...TASKS, export: 'square' }, items, { chunksize: 1 }), items) },
+  { name: 'tiny, default chunksize', tasks: COUNTS.default, run: (pool, items) => check(pool.map<number>({ ...TASKS, export: 'square' }, items), items) },
   {
     name: '1 MiB tensor results',
-    tasks: 500,
+    tasks: COUNTS.tensor,
     run: async (pool, items) => {
       const out = await pool.map<Tensor>({ ...TASKS, export: 'freshTensor' }, items);
       const last = out[items.length - 1]!.data as Float32Array;
@@ -60,7 +64,7 @@ function ours(startMethod: StartMethod, c: Case): Step {
   const impl = `tensorproc ${startMethod === 'spawn' ? 'processes' : 'threads'}`;
   return {
     label: `${impl} ${c.name}`,
-    weight: c.tasks === 500 ? 0.5 : 0.3,
+    weight: (c.tasks === COUNTS.tensor ? 0.5 : 0.3) / SCALE,
     run: async () => {
       const pool = await poolFor(startMethod);
       const items = range(c.tasks);
@@ -100,12 +104,12 @@ function steps(): Step[] {
     for (const m of ['spawn', 'thread'] as StartMethod[]) for (const c of CASES) out.push(ours(m, c));
   }
   out.push(
-    anchor('torch Pool', 6 + 3 * TRIALS, () => {
+    anchor('torch Pool', 3 + (3 * TRIALS) / SCALE, () => {
       const { torch } = findPythons();
-      return torch ? [torch.path, [anchorPath('torch-pool.py'), String(TRIALS)]] : null;
+      return torch ? [torch.path, [anchorPath('torch-pool.py'), String(TRIALS), ...COUNT_ARGS]] : null;
     }),
   );
-  out.push(anchor('piscina', 1 + TRIALS, () => [process.execPath, [anchorPath('piscina-pool.js'), String(TRIALS)]]));
+  out.push(anchor('piscina', 0.5 + TRIALS / SCALE, () => [process.execPath, [anchorPath('piscina-pool.js'), String(TRIALS), ...COUNT_ARGS]]));
   out.push({
     label: 'closing the pools',
     weight: 0.2,

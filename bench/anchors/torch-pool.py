@@ -1,10 +1,10 @@
 """W3 anchor (YARDSTICK.md): torch.multiprocessing's Pool (CPython's multiprocessing.Pool,
 tensors reduced to shared memory) of 2 processes, start method spawn, warmed with 100 tiny
-tasks. Then, TRIALS times: map of 20,000 tiny tasks (x -> x*x) at chunksize 1, 200,000 at
-the default chunksize, and 500 tasks that each return a fresh 1 MiB float32 tensor, filled.
-One JSON line per measurement.
+tasks. Then, TRIALS times: map of TINY tiny tasks (x -> x*x) at chunksize 1, DEFAULT at the
+default chunksize, and TENSOR tasks that each return a fresh 1 MiB float32 tensor, filled
+(the yardstick's counts: 20,000, 200,000 and 500). One JSON line per measurement.
 
-    python3 torch-pool.py TRIALS [tiny,default,tensor]
+    python3 torch-pool.py TRIALS [TINY DEFAULT TENSOR]
 """
 import json
 import sys
@@ -31,22 +31,21 @@ def emit(case, tasks, seconds):
 
 if __name__ == "__main__":
     trials = int(sys.argv[1])
-    cases = sys.argv[2].split(",") if len(sys.argv) > 2 else ["tiny", "default", "tensor"]
+    tiny, default, tensor = (int(a) for a in sys.argv[2:5]) if len(sys.argv) > 4 else (20000, 200000, 500)
     with mp.get_context("spawn").Pool(2) as pool:
         pool.map(square, range(100))
         for _ in range(trials):
-            if "tiny" in cases:
-                t0 = time.perf_counter()
-                pool.map(square, range(20000), chunksize=1)
-                emit("tiny, chunksize 1", 20000, time.perf_counter() - t0)
-            if "default" in cases:
-                t0 = time.perf_counter()
-                pool.map(square, range(200000))
-                emit("tiny, default chunksize", 200000, time.perf_counter() - t0)
-            if "tensor" in cases:
-                t0 = time.perf_counter()
-                out = pool.map(fresh_tensor, range(500))
-                seconds = time.perf_counter() - t0
-                assert float(out[-1][0]) == 499 and float(out[-1][-1]) == 499
-                del out
-                emit("1 MiB tensor results", 500, seconds)
+            t0 = time.perf_counter()
+            out = pool.map(square, range(tiny), chunksize=1)
+            emit("tiny, chunksize 1", tiny, time.perf_counter() - t0)
+            assert out[-1] == (tiny - 1) ** 2
+            t0 = time.perf_counter()
+            out = pool.map(square, range(default))
+            emit("tiny, default chunksize", default, time.perf_counter() - t0)
+            assert out[-1] == (default - 1) ** 2
+            t0 = time.perf_counter()
+            out = pool.map(fresh_tensor, range(tensor))
+            seconds = time.perf_counter() - t0
+            assert float(out[-1][0]) == tensor - 1 and float(out[-1][-1]) == tensor - 1
+            del out
+            emit("1 MiB tensor results", tensor, seconds)

@@ -1,0 +1,47 @@
+// W3 (the Pool, issue 11) under `tensorproc bench`: --quick --json --only W3 prints records of
+// every case for both of tensorproc's start methods and for each anchor this machine has
+// (torch's Pool when a python3 has torch, piscina always: it is a devDependency), with their
+// fields (NOTE [Bench records]); the same records make a report with issue 11's bars and a
+// verdict per case. The figures are not judged here: the run is short and the machine shared.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { findPythons } from '../../bench/lib/programs.js';
+import { RECORD_FIELDS, type BenchRecord } from '../../bench/lib/record.js';
+import { report } from '../../bench/lib/report.js';
+import { checkLeaks } from '../helpers/leaks.js';
+
+checkLeaks();
+const cli = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+const CASES: [string, number][] = [['tiny, chunksize 1', 2_000], ['tiny, default chunksize', 20_000], ['1 MiB tensor results', 50]];
+
+test('bench --quick --json --only W3: every case for tensorproc and each anchor, with their fields, and a verdict per bar', () => {
+  const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--json', '--only', 'W3'], { encoding: 'utf8', timeout: 240_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '', 'nothing but records');
+  const records = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as BenchRecord);
+  for (const rec of records) {
+    for (const f of RECORD_FIELDS) assert.ok(f in rec, `${f} in ${JSON.stringify(rec)}`);
+    assert.equal(rec.workload, 'W3');
+    assert.equal(rec.unit, 'tasks/s');
+    assert.equal(rec.better, 'higher');
+    assert.equal(rec.run, 0);
+    assert.ok(Number.isFinite(rec.value) && rec.value > 0, JSON.stringify(rec));
+  }
+  const impls = ['tensorproc processes', 'tensorproc threads', 'piscina (threads)'];
+  if (findPythons().torch) impls.push('torch');
+  assert.deepEqual([...new Set(records.map((x) => x.impl))].sort(), impls.sort());
+  for (const impl of impls) {
+    // One trial of each case at the quick counts (a tenth of the yardstick's), in order.
+    assert.deepEqual(records.filter((x) => x.impl === impl).map((x) => [x.case, x.count]), CASES, impl);
+  }
+
+  const table = report(records);
+  assert.match(table, /^### W3, tasks\/s \(higher is better; one run\)$/m);
+  if (findPythons().torch) {
+    for (const [c, bar] of [['tiny, chunksize 1', '≥ 1\\.5x torch'], ['tiny, default chunksize', '≥ torch'], ['1 MiB tensor results', '≥ 10x torch']]) {
+      assert.match(table, new RegExp(`^\\| ${c} +\\| tensorproc processes +\\|.*\\| ${bar} +\\| +(pass|BELOW) \\([\\d.]+x\\) \\|$`, 'm'), c);
+    }
+  }
+});
