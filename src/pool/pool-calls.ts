@@ -47,7 +47,7 @@ export abstract class Call {
     return this.chunkLen === 1 ? 1 : (kept as unknown[]).length;
   }
   /** Chunk `index` succeeded: its `n` results are values[at .. at + n). */
-  abstract done(index: number, values: unknown[], at: number, n: number): void;
+  abstract done(index: number, values: ArrayLike<unknown>, at: number, n: number): void;
   /** Chunk `index` failed (the task threw, its worker died): the call fails with `error`. */
   abstract failed(index: number, error: unknown): void;
   /** Ends the call for its caller with `error` (an abort, the pool terminated or broken). */
@@ -124,7 +124,7 @@ export class ListCall extends Call {
     return Math.min(this.chunkLen, this.#src.length - index * this.chunkLen);
   }
 
-  done(index: number, values: unknown[], at: number, n: number): void {
+  done(index: number, values: ArrayLike<unknown>, at: number, n: number): void {
     const from = index * this.chunkLen;
     for (let i = 0; i < n; i++) this.#out[from + i] = values[at + i];
     if (--this.#remaining === 0) {
@@ -270,8 +270,9 @@ export class IterCall extends Call implements AsyncIterableIterator<unknown> {
     else for (const x of kept as unknown[]) items.push(x);
   }
 
-  done(index: number, values: unknown[], at: number, n: number): void {
-    this.#arrive(index, values.slice(at, at + n));
+  done(index: number, values: ArrayLike<unknown>, at: number, n: number): void {
+    // An array whatever `values` is (packed numbers: NOTE [Packed numbers]).
+    this.#arrive(index, Array.prototype.slice.call(values, at, at + n) as unknown[]);
   }
 
   failed(index: number, error: unknown): void {

@@ -30,7 +30,7 @@ import { rebuildTaskError } from './task-error.js';
 import type { Call, CallHost } from './pool-calls.js';
 import type { PoolWorkerStart } from './pool-worker.js';
 import {
-  CALL_SLOTS, DONE, FAILED, INIT_FAILED, MAX_BATCH, MODE_ABORTABLE, NO_SLOT, OK, READY, RUN, TARGET, controlWords, genWord,
+  CALL_SLOTS, DONE, FAILED, GROUP_FIELDS, INIT_FAILED, MAX_BATCH, MODE_ABORTABLE, NO_SLOT, OK, READY, RUN, TARGET, controlWords, genWord, packNumbers,
 } from './pool-messages.js';
 
 const MAIN = { module: new URL(`./pool-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url), export: 'main' };
@@ -379,6 +379,8 @@ export class Scheduler implements CallHost {
       for (const x of t.items) group!.push(x);
       msg[at + 5] = (msg[at + 5] as number) + 1;
     }
+    // NOTE [Packed numbers]: a long group of numbers travels as one typed array.
+    for (let g = 2 + GROUP_FIELDS - 1; g < msg.length; g += GROUP_FIELDS) msg[g] = packNumbers(msg[g] as unknown[]);
     try {
       return encodeMessage(msg);
     } catch (e) {
@@ -431,7 +433,7 @@ export class Scheduler implements CallHost {
     const w = this.#workers[id]!;
     const first = m[1] as number;
     const count = m[2] as number;
-    const values = m[4] as unknown[];
+    const values = m[4] as ArrayLike<unknown>; // an array, or packed numbers (NOTE [Packed numbers])
     const status = m[5] as number[] | null;
     const errors = m[6] as SerializedError[] | null;
     let v = 0;

@@ -12,7 +12,7 @@ import { END, NOTHING, workerMain, type WorkerPort } from './worker-port.js';
 import './control-block.js';
 import type { ControlBlock } from './control-block.js';
 import {
-  DONE, FAILED, GROUP_FIELDS, INIT_FAILED, MAX_BATCH, MODE_ABORTABLE, MODE_STAR, NO_SLOT, OK, READY, RUN, SKIPPED, TARGET, genWord,
+  DONE, FAILED, GROUP_FIELDS, INIT_FAILED, MAX_BATCH, MODE_ABORTABLE, MODE_STAR, NO_SLOT, OK, READY, RUN, SKIPPED, TARGET, genWord, packNumbers,
 } from './pool-messages.js';
 
 export interface PoolWorkerStart {
@@ -80,7 +80,8 @@ interface Group {
   mode: number;
   chunkLen: number;
   count: number;
-  items: unknown[];
+  /** An array, or packed numbers (NOTE [Packed numbers]). */
+  items: ArrayLike<unknown>;
 }
 
 type Loaded = { fn: Function } | { error: unknown };
@@ -168,7 +169,7 @@ class Runner {
         mode: msg[at + 3] as number,
         chunkLen: msg[at + 4] as number,
         count,
-        items: msg[at + 6] as unknown[],
+        items: msg[at + 6] as ArrayLike<unknown>,
       });
       first = (first + count) | 0;
     }
@@ -260,7 +261,7 @@ class Runner {
   #send(b: Batch, elapsed: number): void {
     let frame: Frame;
     try {
-      frame = encodeMessage([DONE, b.first, b.lengths.length, elapsed, b.values, b.status, b.errors]);
+      frame = encodeMessage([DONE, b.first, b.lengths.length, elapsed, packNumbers(b.values), b.status, b.errors]);
     } catch (e) {
       if (e instanceof TooManyDescriptorsError && b.lengths.length > 1) {
         for (const half of split(b)) this.#send(half, 0);

@@ -28,6 +28,26 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
       assert.deepEqual(await pool.map(task('square'), []), []);
     });
 
+    it('long chunks of numbers (sent packed, NOTE [Packed numbers]) arrive as the very numbers, to the task and back', TIMEOUT, async () => {
+      const odd = [-0, NaN, 1.5, 2 ** 40, -(2 ** 31), 2 ** 31, Number.MAX_VALUE, -Infinity, Number.MIN_VALUE];
+      const floats = [...range(3_000), ...odd];
+      const ints = range(3_000).map((x) => x - 1_500);
+      for (const items of [floats, ints]) {
+        const back = await pool.map(task('same'), items, { chunksize: 1_500 });
+        assert.equal(back.length, items.length);
+        items.forEach((x, i) => assert.ok(Object.is(back[i], x), `item ${i}: ${String(back[i])} for ${String(x)}`));
+        const given = await pool.map<[unknown, string]>(task('seen'), items, { chunksize: 1_500 });
+        assert.ok(given.every(([, type]) => type === 'number'), 'each task got a number');
+        assert.ok(Array.isArray(back), 'the results are an array');
+        const out: unknown[] = [];
+        for await (const x of pool.imap(task('same'), items, { chunksize: 2_000 })) out.push(x);
+        items.forEach((x, i) => assert.ok(Object.is(out[i], x), `imap item ${i}`));
+      }
+      // A long chunk with one item that is not a number travels as it is.
+      const mixed = [...range(2_000), 'two thousand', { n: 1 }];
+      assert.deepEqual(await pool.map(task('same'), mixed, { chunksize: 5_000 }), mixed);
+    });
+
     it('map runs chunksize items together in one worker, and by default CPython\'s ceil(n / (4 × processes))', TIMEOUT, async () => {
       const blocks = async (n: number, size: number, chunksize?: number): Promise<void> => {
         const r = await pool.map<[number, number, number]>(task('where'), range(n), chunksize ? { chunksize } : {});
