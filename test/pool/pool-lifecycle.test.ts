@@ -5,7 +5,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { checkLeaks } from '../helpers/leaks.js';
+import { checkLeaks, shmSegments } from '../helpers/leaks.js';
+import { waitFor } from '../helpers/wait.js';
 import { isCoded } from '../helpers/errors.js';
 import { running } from '../helpers/procs.js';
 import { fixture, startPeer } from '../helpers/child.js';
@@ -90,5 +91,9 @@ describe('examples', () => {
     assert.equal(report.results.length, 4);
     assert.deepEqual(report.mismatches, []);
     assert.deepEqual(await peer.exited, { code: 0, signal: null });
+    // file_system: the program's names go when the manager has seen its last user exit (within
+    // the 2 s promised, NOTE [Reference slots]); the suite's leak check must not race that.
+    const prefixes = [peer.child.pid!, ...report.results.map((r: { pid: number }) => r.pid)].map((p) => `tensorproc_${p}_`);
+    await waitFor(() => !shmSegments().some((n) => prefixes.some((p) => n.startsWith(p))));
   });
 });
