@@ -18,7 +18,7 @@ import * as mp from '../src/index.js';
 import { encodeMessage } from '../src/transport/index.js';
 import { fmtBytes } from './lib/stats.js';
 import { anchorPath, findPythons, runJsonLines } from './lib/programs.js';
-import { benchEnv, runWorkload, streamRecord, type Step, type StepRecord } from './lib/workload.js';
+import { benchEnv, printNotMeasured, runWorkload, streamRecord, type Step, type StepRecord } from './lib/workload.js';
 
 export const SIZES = [1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20];
 const clamp = (x: number, lo: number, hi: number): number => Math.max(lo, Math.min(hi, Math.floor(x)));
@@ -129,6 +129,8 @@ const weight = (rate: string, i: number, count: number, startup: number): number
 
 export function steps(quick: boolean): Step[] {
   const { torch, any: python } = findPythons();
+  // torch's absence the runner reports for every workload; this one is W1's own.
+  if (!python) printNotMeasured('W1', 'message limit', 'it runs bench/anchors/message-limit.py, and no python3 is on PATH (nor /usr/bin/python3)');
   const out: Step[] = [];
   SIZES.forEach((size, i) => {
     const count = countFor(size, quick);

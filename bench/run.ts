@@ -1,14 +1,17 @@
 // `tensorproc bench` (and `npm run bench`): the yardstick's workloads, each a program of
 // bench/ run in a process of its own, read through NOTE [Bench records]: a progress bar on
 // a terminal while they run, then the tables (bench/lib/report.ts); with `json`, only the
-// records, one JSON object a line. A workload whose program is not in this build (one being
-// written) is reported as not measured, and the others run.
-import { existsSync } from 'node:fs';
+// records, one JSON object a line. What cannot be measured (a workload whose program is not
+// in this build, an anchor whose interpreter this machine lacks) is said, in the tables and
+// under --json as a NotMeasured line, and the rest runs.
+import { accessSync, constants, existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import cliProgress from 'cli-progress';
+import { PlotNeedsW1Error, PlotUnavailableError, UnknownWorkloadError } from '../src/errors.js';
 import { chartingLibraries, writePlot } from './lib/plot.js';
 import { pythonEnv, runLines } from './lib/programs.js';
-import { parseLine, type BenchRecord, type Progress } from './lib/record.js';
+import { parseLine, type BenchRecord, type NotMeasured, type Progress } from './lib/record.js';
 import { report } from './lib/report.js';
 
 export interface Workload {
@@ -20,13 +23,15 @@ export interface Workload {
   seconds: [number, number];
   /** Part of a plain `tensorproc bench` (the yardstick), or only when named in --only. */
   yardstick: boolean;
+  /** It has torch anchors (YARDSTICK.md: W1-W4), left out where no python3 imports torch. */
+  torch?: boolean;
 }
 
 export const WORKLOADS: Workload[] = [
-  { id: 'W1', program: 'queue.js', title: 'producer → consumer process through a queue', seconds: [40, 170], yardstick: true },
-  { id: 'W2', program: 'spawn.js', title: 'start and join N processes', seconds: [8, 40], yardstick: true },
-  { id: 'W3', program: 'pool.js', title: 'a pool of 2 processes', seconds: [20, 90], yardstick: true },
-  { id: 'W4', program: 'data.js', title: 'a data loader with 2 workers', seconds: [20, 60], yardstick: true },
+  { id: 'W1', program: 'queue.js', title: 'producer → consumer process through a queue', seconds: [40, 170], yardstick: true, torch: true },
+  { id: 'W2', program: 'spawn.js', title: 'start and join N processes', seconds: [8, 40], yardstick: true, torch: true },
+  { id: 'W3', program: 'pool.js', title: 'a pool of 2 processes', seconds: [20, 90], yardstick: true, torch: true },
+  { id: 'W4', program: 'data.js', title: 'a data loader with 2 workers', seconds: [20, 60], yardstick: true, torch: true },
   { id: 'alloc', program: 'alloc.js', title: 'shared allocation', seconds: [15, 30], yardstick: false },
   { id: 'messages', program: 'messages.js', title: 'message encoding', seconds: [10, 20], yardstick: false },
   { id: 'sync', program: 'sync.js', title: 'sync primitives', seconds: [10, 30], yardstick: false },
@@ -47,38 +52,29 @@ export function chooseWorkloads(only: string[] | null, workloads: Workload[] = W
   const wanted = only.map((s) => s.trim()).filter(Boolean);
   const known = (id: string): boolean => workloads.some((w) => w.id.toLowerCase() === id.toLowerCase());
   const unknown = wanted.filter((id) => !known(id));
-  if (unknown.length) throw new UnknownWorkloadError(unknown, workloads);
+  if (unknown.length) throw new UnknownWorkloadError(unknown, workloads.map((w) => w.id));
   return workloads.filter((w) => wanted.some((id) => id.toLowerCase() === w.id.toLowerCase()));
 }
 
-export class UnknownWorkloadError extends Error {
-  constructor(ids: string[], workloads: Workload[]) {
-    super(`no workload named ${ids.join(', ')} (have: ${workloads.map((w) => w.id).join(', ')})`);
-  }
-}
-
-export class PlotNeedsW1Error extends Error {
-  constructor() {
-    super('--plot draws W1, which this run does not measure: add W1 to --only');
-  }
-}
+const absentLine = (a: NotMeasured): string => `${a.workload}${a.impl ? ` ${a.impl}` : ''}: not measured, ${a.not_measured}`;
 
 interface Outcome {
   records: BenchRecord[];
   error: string | null;
 }
 
-/** Runs one workload's program, handing each line it prints to `onRecord` / `onProgress`. */
-async function runProgram(w: Workload, file: string, options: BenchOptions, env: Record<string, string>, onRecord: (r: BenchRecord) => void, onProgress: (p: Progress) => void): Promise<Outcome> {
+/** Runs one workload's program, handing each line it prints to `onRecord` / `onAbsent` / `onProgress`. */
+async function runProgram(w: Workload, file: string, options: BenchOptions, env: Record<string, string>, onRecord: (r: BenchRecord) => void, onAbsent: (a: NotMeasured) => void, onProgress: (p: Progress) => void): Promise<Outcome> {
   const records: BenchRecord[] = [];
   const childEnv = { ...process.env, ...env, TENSORPROC_BENCH: 'records', TENSORPROC_BENCH_QUICK: options.quick ? '1' : '0', TENSORPROC_BENCH_RUNS: String(options.runs) };
   try {
     await runLines(process.execPath, ['--expose-gc', file], childEnv, (line) => {
-      const { record, progress } = parseLine(line, w.id);
+      const { record, progress, absent } = parseLine(line, w.id);
       if (record) {
         records.push(record);
         onRecord(record);
       }
+      if (absent) onAbsent(absent);
       if (progress) onProgress(progress);
     });
     return { records, error: null };
@@ -97,6 +93,11 @@ export async function runBench(options: BenchOptions, workloads: Workload[] = WO
     // Before minutes of measuring, not after them.
     if (!runnable.some((w) => w.id === 'W1')) throw new PlotNeedsW1Error();
     await chartingLibraries();
+    try {
+      accessSync(dirname(resolve(options.plot)), constants.W_OK);
+    } catch (e) {
+      throw new PlotUnavailableError(`--plot cannot write ${options.plot}: ${(e as Error).message}`, { cause: e });
+    }
   }
   const env = pythonEnv();
   const secondsOf = (w: Workload): number => w.seconds[options.quick ? 0 : 1] * options.runs;
@@ -104,8 +105,16 @@ export async function runBench(options: BenchOptions, workloads: Workload[] = WO
   const say = (line: string): void => {
     if (!options.json) process.stderr.write(`${line}\n`);
   };
-  if (!env.TENSORPROC_BENCH_TORCH) say('torch: no python3 on PATH (nor /usr/bin/python3) imports torch, so the torch anchors are left out (Debian: apt-get install python3-torch)');
-  for (const w of missing) say(`${w.id}: not measured, bench/${w.program.replace(/\.js$/, '.ts')} is not in this build`);
+  const absent: NotMeasured[] = [];
+  const notMeasured = (a: NotMeasured): void => {
+    absent.push(a);
+    if (options.json) process.stdout.write(`${JSON.stringify(a)}\n`);
+  };
+  for (const w of missing) notMeasured({ workload: w.id, not_measured: `bench/${w.program.replace(/\.js$/, '.ts')} is not in this build` });
+  if (!env.TENSORPROC_BENCH_TORCH) {
+    for (const w of runnable.filter((x) => x.torch)) notMeasured({ workload: w.id, impl: 'torch', not_measured: 'no python3 on PATH (nor /usr/bin/python3) imports torch (Debian: apt-get install python3-torch)' });
+  }
+  for (const a of absent) say(absentLine(a));
   const bar = !options.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: ' {bar} {percentage}% | about {eta_formatted} left | {step}', stream: process.stderr, hideCursor: true, clearOnComplete: true, etaBuffer: 40, fps: 4 }, cliProgress.Presets.shades_classic) : null;
   bar?.start(total, 0, { step: 'starting' });
   const all: BenchRecord[] = [];
@@ -122,6 +131,10 @@ export async function runBench(options: BenchOptions, workloads: Workload[] = WO
       (r) => {
         if (options.json) process.stdout.write(`${JSON.stringify(r)}\n`);
       },
+      (a) => {
+        notMeasured(a);
+        if (!bar) say(absentLine(a));
+      },
       (p) => bar?.update(base + (p.total > 0 ? (share * Math.min(p.done, p.total)) / p.total : 0), { step: `${w.id} ${p.label}` }),
     );
     base += share;
@@ -133,7 +146,7 @@ export async function runBench(options: BenchOptions, workloads: Workload[] = WO
   bar?.stop();
   if (!options.json) {
     const lines = [report(all)];
-    if (missing.length) lines.push(`Not measured: ${missing.map((w) => `${w.id} (${w.title})`).join(', ')}, whose programs are not in this build.`);
+    if (absent.length) lines.push(['Not measured in this run:', ...absent.map((a) => `- ${a.workload}${a.impl ? ` ${a.impl}` : ` (${workloads.find((w) => w.id === a.workload)?.title ?? 'the whole workload'})`}: ${a.not_measured}`)].join('\n'));
     console.log(`\n${lines.join('\n\n')}\n`);
   }
   if (options.plot !== null) {

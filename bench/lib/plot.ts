@@ -4,14 +4,9 @@
 // devDependencies, imported only here: an installed package without them says how to get
 // them instead of carrying a charting library for every user of tensors.
 import { writeFileSync } from 'node:fs';
+import { PlotNeedsW1Error, PlotUnavailableError } from '../../src/errors.js';
 import { Medians } from './medians.js';
 import type { BenchRecord } from './record.js';
-
-export class PlotUnavailableError extends Error {
-  constructor(cause: unknown) {
-    super(`--plot needs the charting libraries vega and vega-lite (devDependencies of tensorproc): npm install vega@5 vega-lite@5 (${(cause as Error).message})`);
-  }
-}
 
 export interface Point {
   impl: string;
@@ -69,7 +64,7 @@ export async function chartingLibraries(): Promise<{ vega: typeof import('vega')
   try {
     return { vega: await import('vega'), vl: await import('vega-lite') };
   } catch (e) {
-    throw new PlotUnavailableError(e);
+    throw new PlotUnavailableError(`--plot needs the charting libraries vega and vega-lite (devDependencies of tensorproc): npm install vega@5 vega-lite@5 (${(e as Error).message})`, { cause: e });
   }
 }
 
@@ -77,7 +72,7 @@ export async function chartingLibraries(): Promise<{ vega: typeof import('vega')
 export async function writePlot(records: BenchRecord[], file: string, title: string): Promise<number> {
   const { vega, vl } = await chartingLibraries();
   const points = plotPoints(records);
-  if (points.length === 0) throw new Error('--plot draws W1, and W1 measured nothing in this run');
+  if (points.length === 0) throw new PlotNeedsW1Error('--plot draws W1, and W1 measured nothing in this run');
   const spec = vl.compile(plotSpec(points, title) as unknown as Parameters<typeof vl.compile>[0]).spec;
   const view = new vega.View(vega.parse(spec), { renderer: 'none' });
   const svg = await view.toSVG();

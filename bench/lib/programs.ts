@@ -6,6 +6,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { BenchNotInstalledError } from '../../src/errors.js';
 
 /** The package's root: dist/bench/lib/ is three levels below it, in a checkout as installed. */
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -20,7 +21,7 @@ export function anchorPath(name: string): string {
     const p = join(dir, name);
     if (existsSync(p)) return p;
   }
-  throw new Error(`the anchor program ${name} is not in this installation (looked in ${ROOT}dist/bench/anchors and ${ROOT}bench/anchors)`);
+  throw new BenchNotInstalledError(`the anchor program ${name} is not in this installation (looked in ${ROOT}dist/bench/anchors and ${ROOT}bench/anchors)`);
 }
 
 /** Every `python3` on PATH, in order, then Debian's, without duplicates. */

@@ -8,8 +8,13 @@
 //   - a measurement, a BenchRecord below;
 //   - progress, `{"progress": {"done": 3, "total": 12, "label": "torch file_system 1 KiB"}}`,
 //     done and total in any unit the program likes (expected seconds, steps);
+//   - what it could not measure, and why, `{"workload": "W1", "impl": "message limit",
+//     "not_measured": "no python3 on PATH"}` (a NotMeasured below): an anchor whose
+//     interpreter this machine lacks; the runner adds its own for a workload whose program is
+//     not in the build (no impl then) and for torch when no python3 imports it;
 // and anything else it likes (its own markdown table when run alone), which the runner
-// ignores. The runner tells it how to run through the environment (BenchEnv, workload.ts).
+// ignores. Under --json the runner prints the measurements and the NotMeasured lines, and
+// nothing else, so that a script sees what is missing instead of a silent gap. The runner tells it how to run through the environment (BenchEnv, workload.ts).
 // A program in the style of the first benches, whose lines carry their figure under a name
 // of their own (`seconds`, `tasks_per_s`, ...), is read through toRecord() below, so that a
 // workload written before this runner needs no change to be folded in.
@@ -40,6 +45,14 @@ export interface BenchRecord {
 /** The fields every record has, as the tests and scripts may rely on them. */
 export const RECORD_FIELDS = ['workload', 'impl', 'case', 'value', 'unit', 'better', 'run'] as const;
 
+/** What a run could not measure, and why (NOTE [Bench records]). */
+export interface NotMeasured {
+  workload: string;
+  /** The implementation left out ('torch', 'message limit'); absent: the whole workload. */
+  impl?: string;
+  not_measured: string;
+}
+
 export interface Progress {
   done: number;
   total: number;
@@ -66,7 +79,7 @@ const NOT_CASE = new Set(['workload', 'bench', 'w', 'impl', 'run', 'trial', 'nod
 const VERSIONED = /^(torch|piscina|node) v?\d+(\.[\w-]+)+$/;
 
 /** What one stdout line of a workload program says, if anything. */
-export function parseLine(line: string, workload: string): { record?: BenchRecord; progress?: Progress } {
+export function parseLine(line: string, workload: string): { record?: BenchRecord; progress?: Progress; absent?: NotMeasured } {
   if (!line.startsWith('{')) return {};
   let o: Record<string, unknown>;
   try {
@@ -78,6 +91,11 @@ export function parseLine(line: string, workload: string): { record?: BenchRecor
     const p = o.progress as Partial<Progress>;
     if (typeof p.done === 'number' && typeof p.total === 'number') return { progress: { done: p.done, total: p.total, label: String(p.label ?? '') } };
     return {};
+  }
+  if (typeof o.not_measured === 'string') {
+    const absent: NotMeasured = { workload: String(o.workload ?? workload), not_measured: o.not_measured };
+    if (typeof o.impl === 'string') absent.impl = o.impl;
+    return { absent };
   }
   const record = toRecord(o, workload);
   return record === null ? {} : { record };

@@ -2,7 +2,7 @@
 // runWorkload() runs them, prints each record and its progress as JSON lines, and, when the
 // program was started on its own rather than by the runner, its tables at the end.
 import { printReport } from './report.js';
-import type { BenchRecord } from './record.js';
+import type { BenchRecord, NotMeasured } from './record.js';
 
 /** How the runner asks a workload program to run (environment variables, read once). */
 export interface BenchEnv {
@@ -56,6 +56,12 @@ export async function runWorkload(workload: string, steps: Step[], env: BenchEnv
   console.log(JSON.stringify({ progress: { done: total, total, label: 'done' } }));
   if (!env.underRunner) printReport(all);
   return all;
+}
+
+/** Says that `impl` is left out of this run, and why (NOTE [Bench records]): a line for the runner. */
+export function printNotMeasured(workload: string, impl: string, reason: string): void {
+  const line: NotMeasured = { workload, impl, not_measured: reason };
+  console.log(JSON.stringify(line));
 }
 
 /** Consumer-side figures of a stream of `count` messages of `bytes`, timed from the 2nd. */

@@ -3,15 +3,17 @@
 // command's --help; a bad command, flag or value prints the usage and exits 2).
 // Commands are imported when run: `doctor` must report a missing addon, not die of it, and
 // `--help` needs none of them.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { BenchNotInstalledError, PlotNeedsW1Error, UnknownWorkloadError } from '../errors.js';
 
 /** Usage errors (a bad command, flag or value), as getopt programs exit. */
 const EXIT_USAGE = 2;
 
 const program = new Command('tensorproc')
   .description('torch.multiprocessing for Node.js: tensors in shared memory across processes and threads')
+  .version(packageVersion(), '-V, --version', 'print the version of tensorproc')
   .showHelpAfterError()
   .exitOverride();
 
@@ -19,15 +21,15 @@ const bench = program
   .command('bench')
   .description('the yardstick (W1-W4 of YARDSTICK.md), side by side with every anchor this machine has (torch, child_process, worker_threads, piscina), then tables of ratios and verdicts')
   .option('--quick', 'short counts: a smoke run of every workload in about a minute')
-  .option('--json', 'print only the measurements, one JSON object a line (no progress, no tables)')
+  .option('--json', 'print only the measurements, one JSON object a line, and a line for each thing not measured (no progress, no tables)')
   .addOption(new Option('--only <ids>', 'run only these workloads, comma-separated: W1,W2,W3,W4, or alloc, messages, sync').argParser(parseOnly))
-  .option('--plot <file.svg>', "draw W1's messages/s against size, one line per implementation (needs vega and vega-lite)")
+  .addOption(new Option('--plot <file.svg>', "draw W1's messages/s against size, one line per implementation (needs vega and vega-lite)").argParser(parsePlot))
   .addOption(new Option('--runs <n>', 'repeat every measurement n times, interleaved; tables show medians').default(1).argParser(parseRuns))
   .addHelpText('after', '\nThe anchors run when their interpreter is found: torch with the first python3 on PATH (or\n/usr/bin/python3) that imports it, piscina when it is installed. Each workload runs in a\nprocess of its own; NOTE [Bench records] in bench/lib/record.ts says what --json prints.')
   .action(async (opts: { quick?: boolean; json?: boolean; only?: string[]; plot?: string; runs: number }) => {
     const runner = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
-    if (!existsSync(runner)) throw new Error(`the benches are not in this installation (looked for ${runner})`);
-    const { runBench, chooseWorkloads, UnknownWorkloadError, PlotNeedsW1Error } = (await import(runner)) as typeof import('../../bench/run.js');
+    if (!existsSync(runner)) throw new BenchNotInstalledError(`the benches are not in this installation (looked for ${runner})`);
+    const { runBench, chooseWorkloads } = (await import(runner)) as typeof import('../../bench/run.js');
     try {
       chooseWorkloads(opts.only ?? null);
     } catch (e) {
@@ -80,6 +82,16 @@ function parseOnly(value: string): string[] {
   const ids = value.split(',').map((s) => s.trim()).filter(Boolean);
   if (ids.length === 0) throw new InvalidArgumentError('name at least one workload: W1,W2,W3,W4, alloc, messages, sync');
   return ids;
+}
+
+function parsePlot(value: string): string {
+  if (!/\.svg$/i.test(value)) throw new InvalidArgumentError('the plot is drawn as SVG: name a file ending in .svg');
+  return value;
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
 }
 
 function parseRuns(value: string): number {

@@ -19,7 +19,10 @@ let processEntry: URL | null = null;
 /**
  * The process child's bootstrap: its bundle when that was built after the last compile of
  * child-process.js, else child-process.js itself (NOTE [The process child's bundle]).
- * Looked up once per process.
+ * In an installed package (under node_modules) the bundle is always the one: nothing
+ * compiles there, and the files' times are when npm unpacked them, in whatever order
+ * (child-process.js came out a fraction of a millisecond after the bundle, which made every
+ * child of an installed tensorproc load the unbundled bootstrap). Looked up once per process.
  */
 export function processBootstrap(): URL {
   if (processEntry) return processEntry;
@@ -28,7 +31,8 @@ export function processBootstrap(): URL {
   processEntry = plain;
   if (EXT === '.js') {
     try {
-      if (statSync(bundle).mtimeMs >= statSync(plain).mtimeMs) processEntry = bundle;
+      const installed = bundle.pathname.includes('/node_modules/');
+      if (statSync(bundle).mtimeMs >= (installed ? 0 : statSync(plain).mtimeMs)) processEntry = bundle;
     } catch {
       // not built: the plain bootstrap
     }

@@ -1,8 +1,9 @@
 // `tensorproc bench` as scripts and people use it: --quick --json prints only records, each
 // with its fields (NOTE [Bench records]), for every workload of the yardstick this build has
 // and every anchor this machine has; --plot draws one series per implementation measured;
-// the tables for a person carry no JSON and no library warnings; a workload whose program is
-// not in the build is reported as not measured while the others run. The figures themselves
+// the tables for a person carry no JSON and no library warnings; what cannot be measured (a
+// workload whose program is not in the build, torch where no python3 has it) is said, under
+// --json too, while the rest runs; bad options are coded errors before anything runs. The figures themselves
 // are not judged here (speed belongs in bench/): these runs are short and the machine shared.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findPythons } from '../../bench/lib/programs.js';
-import { RECORD_FIELDS, type BenchRecord } from '../../bench/lib/record.js';
-import { WORKLOADS } from '../../bench/run.js';
+import { RECORD_FIELDS, type BenchRecord, type NotMeasured } from '../../bench/lib/record.js';
+import { chooseWorkloads, runBench, WORKLOADS } from '../../bench/run.js';
 import { checkLeaks } from '../helpers/leaks.js';
 
 checkLeaks();
@@ -28,8 +29,13 @@ test('bench --quick --json prints only records, each with its fields, and --plot
   const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--json', '--plot', svg], { encoding: 'utf8', timeout: 300_000 });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stderr, '', 'nothing but records: no progress, no warnings');
-  const lines = r.stdout.trimEnd().split('\n');
-  const records = lines.map((l) => JSON.parse(l) as BenchRecord);
+  const lines = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as BenchRecord | NotMeasured);
+  const records = lines.filter((l): l is BenchRecord => !('not_measured' in l));
+  const absent = lines.filter((l): l is NotMeasured => 'not_measured' in l);
+  for (const a of absent) {
+    assert.deepEqual(Object.keys(a).filter((k) => k !== 'impl').sort(), ['not_measured', 'workload'], JSON.stringify(a));
+    assert.ok(a.not_measured.length > 0);
+  }
   for (const rec of records) {
     for (const f of RECORD_FIELDS) assert.ok(f in rec, `${f} in ${JSON.stringify(rec)}`);
     assert.equal(typeof rec.value, 'number');
@@ -40,6 +46,9 @@ test('bench --quick --json prints only records, each with its fields, and --plot
   // Every workload of the yardstick whose program this build has, and only those.
   const built = WORKLOADS.filter((w) => w.yardstick && existsSync(join(benchDir, w.program))).map((w) => w.id);
   assert.deepEqual([...new Set(records.map((x) => x.workload))].sort(), built.sort());
+  // ... and the others said to be missing, in a line of their own, not left out in silence.
+  const unbuilt = WORKLOADS.filter((w) => w.yardstick && !built.includes(w.id)).map((w) => w.id);
+  assert.deepEqual(absent.filter((a) => a.impl === undefined).map((a) => a.workload).sort(), unbuilt.sort());
 
   // W1: every size for both strategies, the limits and the anchors this machine has.
   const w1 = records.filter((x) => x.workload === 'W1');
@@ -47,7 +56,9 @@ test('bench --quick --json prints only records, each with its fields, and --plot
   const expected = ['tensorproc file_descriptor', 'tensorproc file_system', 'node fork', 'node worker-copy', 'node worker-transfer', 'fill limit'];
   const { torch, any: python } = findPythons();
   if (torch) expected.push('torch file_descriptor', 'torch file_system');
+  else assert.deepEqual(absent.filter((a) => a.impl === 'torch').map((a) => a.workload).sort(), built.sort(), 'torch said missing for every workload');
   if (python) expected.push('message limit file_descriptor', 'message limit file_system');
+  else assert.ok(absent.some((a) => a.workload === 'W1' && a.impl === 'message limit'));
   assert.deepEqual([...impls].sort(), expected.sort());
   for (const impl of expected.filter((i) => !i.startsWith('message'))) {
     assert.deepEqual(w1.filter((x) => x.impl === impl).map((x) => x.case), SIZES, impl);
@@ -79,17 +90,31 @@ test('bench for a person: tables with ratios and verdicts, no JSON lines, no lib
   }
 });
 
-test('a workload whose program is not in the build is reported as not measured, and the others run', () => {
+test('a workload whose program is not in the build is reported as not measured, in the tables and under --json, and the others run', () => {
   const runner = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
-  const script = `
-    import { runBench, WORKLOADS } from ${JSON.stringify(runner)};
-    const missing = { id: 'W9', program: 'no-such-workload.js', title: 'a workload still being written', seconds: [1, 1], yardstick: true };
-    const messages = WORKLOADS.find((w) => w.id === 'messages');
-    process.exitCode = await runBench({ quick: true, json: false, only: ['W9', 'messages'], plot: null, runs: 1 }, [missing, messages]);
-  `;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000 });
+  const run = (json: boolean) =>
+    spawnSync(process.execPath, ['--input-type=module', '-e', `
+      import { runBench, WORKLOADS } from ${JSON.stringify(runner)};
+      const missing = { id: 'W9', program: 'no-such-workload.js', title: 'a workload still being written', seconds: [1, 1], yardstick: true };
+      const messages = WORKLOADS.find((w) => w.id === 'messages');
+      process.exitCode = await runBench({ quick: true, json: ${json}, only: ['W9', 'messages'], plot: null, runs: 1 }, [missing, messages]);
+    `], { encoding: 'utf8', timeout: 120_000 });
+  const r = run(false);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /^W9: not measured, bench\/no-such-workload\.ts is not in this build$/m);
-  assert.match(r.stdout, /^Not measured: W9 \(a workload still being written\), whose programs are not in this build\.$/m);
+  assert.match(r.stdout, /^Not measured in this run:\n- W9 \(a workload still being written\): bench\/no-such-workload\.ts is not in this build$/m);
   assert.match(r.stdout, /^### messages, µs/m, 'the other workload ran');
+  const j = run(true);
+  assert.equal(j.status, 0, j.stderr);
+  assert.equal(j.stderr, '');
+  const lines = j.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  assert.deepEqual(lines[0], { workload: 'W9', not_measured: 'bench/no-such-workload.ts is not in this build' });
+  assert.ok(lines.slice(1).every((l) => l.workload === 'messages' && typeof l.value === 'number'), 'then the records of the workload that ran');
+});
+
+test('bad bench options are coded errors, thrown before anything runs', async () => {
+  assert.throws(() => chooseWorkloads(['W1', 'nope']), { name: 'UnknownWorkloadError', code: 'ERR_TP_UNKNOWN_WORKLOAD', message: /no workload named nope \(have: W1, W2/ });
+  const options = { quick: true, json: true, runs: 1 };
+  await assert.rejects(runBench({ ...options, only: ['W2'], plot: join(dir, 'w.svg') }), { name: 'PlotNeedsW1Error', code: 'ERR_TP_PLOT_NEEDS_W1' });
+  await assert.rejects(runBench({ ...options, only: ['W1'], plot: join(dir, 'no-such-dir', 'w.svg') }), { name: 'PlotUnavailableError', code: 'ERR_TP_PLOT_UNAVAILABLE', message: /--plot cannot write .*no-such-dir\/w\.svg/ });
 });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,6 +87,9 @@ test('every command has --help, exiting 0 with its usage', () => {
     const usage = args.filter((a) => a !== '--help' && a !== 'help').join(' ');
     assert.match(r.stdout, new RegExp(`^Usage: tensorproc${usage ? ` ${usage}` : ''} `, 'm'), args.join(' '));
   }
+  const version = run('--version');
+  assert.equal(version.status, 0);
+  assert.equal(version.stdout.trim(), (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version);
   const bench = run('bench', '--help').stdout;
   for (const flag of ['--quick', '--json', '--only <ids>', '--plot <file.svg>', '--runs <n>']) assert.ok(bench.includes(flag), flag);
 });
@@ -101,6 +104,14 @@ test('a bad command, flag or value prints the usage and exits 2', () => {
     [['bench', '--only'], /option '--only <ids>' argument missing/],
     [['bench', 'W1'], /too many arguments/],
     [['bench', '--only', 'W2', '--plot', '/tmp/never.svg'], /--plot draws W1, which this run does not measure: add W1 to --only/],
+    [['bench', '--plot', '/tmp/never.png'], /option '--plot <file\.svg>' argument '\/tmp\/never\.png' is invalid\. the plot is drawn as SVG/],
+    [['bench', '--plot'], /option '--plot <file\.svg>' argument missing/],
+    [['bench', '--quick=1'], /unknown option '--quick=1'/],
+    [['help', 'nope'], /Usage: tensorproc \[options\] \[command\]/],
+    [['shm'], /Usage: tensorproc shm/],
+    [['shm', 'ls', 'extra'], /too many arguments for 'ls'/],
+    [['doctor', 'extra'], /too many arguments for 'doctor'/],
+    [['shm', 'clean', '--nope'], /unknown option '--nope'/],
     [['doctor', '--all'], /unknown option '--all'/],
     [['shm', 'rm'], /unknown command 'rm'/],
   ] as const) {

@@ -11,8 +11,12 @@ import * as mp from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { squareModel } from './fixtures/onnx-model.js';
 
-// onnxruntime-node 1.2x+ keeps a telemetry database and log open for the process's life and
-// tries to upload to the network; ORT_DISABLE_TELEMETRY, read when it loads, turns that off.
+// onnxruntime-node 1.30 on Linux, as it loads, opens a telemetry database for the process's
+// life (~/.cache/Microsoft/DeveloperTools/.onnxruntime/onnxruntime.db and its -wal and -shm
+// files: three descriptors the leak check would count), leaves an empty /tmp/mat-debug-PID.log
+// and tries to upload. ORT_DISABLE_TELEMETRY=1, read by its native library when it loads,
+// turns all of that off; it must be set before the import, which is why this one is dynamic
+// (a static import runs before any statement of the module).
 process.env.ORT_DISABLE_TELEMETRY = '1';
 const ort = await import('onnxruntime-node');
 type OrtTensor = InstanceType<typeof ort.Tensor>;
