@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { PlotNeedsW1Error, PlotUnavailableError } from '../../src/errors.js';
 import { Medians } from './medians.js';
 import type { BenchRecord } from './record.js';
+import { w1Order } from './w1-report.js';
 
 export interface Point {
   impl: string;
@@ -31,9 +32,8 @@ export function plotPoints(records: BenchRecord[]): Point[] {
 /** The vega-lite specification of the plot. */
 export function plotSpec(points: Point[], title: string): Record<string, unknown> {
   const ticks = [...new Set(points.map((p) => p.bytes))].sort((a, b) => a - b);
-  // The legend lists ours first, then the anchors, then the limits.
-  const rank = (impl: string): number => (impl.startsWith('tensorproc') ? 0 : impl.includes('limit') ? 2 : 1);
-  const impls = [...new Set(points.map((p) => p.impl))].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  // The legend in the order of W1's tables: ours first, then torch, Node, the limits.
+  const impls = w1Order([...new Set(points.map((p) => p.impl))]);
   const labels = Object.fromEntries(points.map((p) => [p.bytes, p.size]));
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',

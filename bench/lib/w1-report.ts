@@ -5,13 +5,16 @@
 import { fmtRatio, fmtShare, fmtValue, Medians, table, verdict } from './medians.js';
 
 const NODE = ['node fork', 'node worker-copy', 'node worker-transfer'];
+const ORDER = ['tensorproc file_descriptor', 'tensorproc file_system', 'torch file_descriptor', 'torch file_system', ...NODE, 'fill limit', 'message limit file_descriptor', 'message limit file_system'];
+
+/** W1's implementations in the order of its tables and of the plot's legend: ours, torch, Node, the limits, then any other. */
+export function w1Order(impls: readonly string[]): string[] {
+  return [...ORDER.filter((i) => impls.includes(i)), ...impls.filter((i) => !ORDER.includes(i))];
+}
 
 export function w1Report(m: Medians): string {
   const runs = m.runs > 1 ? `median of ${m.runs} runs` : 'one run';
-  const order = [
-    ...['tensorproc file_descriptor', 'tensorproc file_system', 'torch file_descriptor', 'torch file_system', ...NODE, 'fill limit', 'message limit file_descriptor', 'message limit file_system'].filter((i) => m.impls.includes(i)),
-    ...m.impls.filter((i) => !i.startsWith('tensorproc') && !i.startsWith('torch') && !i.startsWith('node') && !i.includes('limit')),
-  ];
+  const order = w1Order(m.impls);
   const sizes = m.cases;
   const figures = table(['size', ...order], sizes.map((c) => [c, ...order.map((i) => fmtValue(m.get(i, c)))]));
   const nodes = NODE.filter((i) => m.impls.includes(i));

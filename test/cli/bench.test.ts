@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { findPythons } from '../../bench/lib/programs.js';
 import { RECORD_FIELDS, type BenchRecord, type NotMeasured } from '../../bench/lib/record.js';
 import { chooseWorkloads, runBench, WORKLOADS } from '../../bench/run.js';
+import { w1Order } from '../../bench/lib/w1-report.js';
 import { checkLeaks } from '../helpers/leaks.js';
 
 checkLeaks();
@@ -75,6 +76,11 @@ test('bench --quick --json prints only records, each with its fields, and --plot
   const drawn = [...readFileSync(svg, 'utf8').matchAll(/aria-label="[^"]*?implementation: ([^;"]+);[^"]*" role="graphics-symbol" aria-roledescription="line mark"/g)].map((m) => m[1]!);
   assert.equal(drawn.length, impls.size, `one series each: ${drawn.join(', ')}`);
   assert.deepEqual(drawn.sort(), [...impls].sort());
+  // Its legend in the order of W1's tables (ours, torch, Node, the limits), not alphabetical.
+  const texts = [...readFileSync(svg, 'utf8').matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]!);
+  const legend = texts.slice(texts.indexOf('messages/s (consumer side)') + 1, texts.indexOf('implementation'));
+  assert.deepEqual(legend, w1Order([...impls]));
+  assert.equal(legend[0], 'tensorproc file_descriptor');
 });
 
 test('bench for a person: tables with ratios and verdicts, no JSON lines, no library warnings', () => {
