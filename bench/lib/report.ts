@@ -23,7 +23,7 @@ function genericReport(workload: string, m: Medians): string {
     );
     // Bar and verdict columns only for a workload that has bars.
     const judged = rows.some((r) => r[r.length - 2] !== '');
-    const header = ['case', 'tensorproc', ...anchors, ...(judged ? ['bar', 'verdict'] : [])];
+    const header = ['case', 'ours', ...anchors, ...(judged ? ['bar', 'verdict'] : [])];
     parts.push(`${workload}, times as fast as each anchor in the same run (a limit: the share reached)`, table(header, judged ? rows : rows.map((r) => r.slice(0, -2))));
   }
   return parts.join('\n\n');
