@@ -58,7 +58,7 @@ export class Registry {
   readonly #log: (line: string) => void;
   readonly #changed: () => void;
   #pidTimer: NodeJS.Timeout | null = null;
-  /** When a user last died without saying goodbye (killed), or null. */
+  /** When the last user to go died without saying goodbye (killed); null if it left cleanly. */
   #lastUserKilled: number | null = null;
 
   /** `changed()` is called when the registry may have become empty (the manager may stop). */
@@ -249,7 +249,9 @@ export class Registry {
   #judgeDeath(proc: Proc): void {
     if (this.#procs.get(proc.pid) !== proc) return; // judged already
     const pid = proc.pid;
-    if (proc.user && proc.crashed) this.#lastUserKilled = Date.now();
+    // Only the last user to go decides: a clean exit after a kill means the messages in
+    // flight were meant for later (the clean grace), not lost in the killed one's queues.
+    if (proc.user) this.#lastUserKilled = proc.crashed ? Date.now() : null;
     this.#unwatch(proc);
     const names = new Set(proc.names);
     // Names it created whose registration it had no time to send (killed within a turn).
