@@ -1,0 +1,89 @@
+// The fault campaign's trials: each kind of attack, and the parameters of one trial drawn from
+// its seed (NOTE [Fault trials]). The runner and the trial program both compute them from
+// (kind, seed), so a seed printed in the summary replays the very same trial.
+import { Prng } from './prng.js';
+
+// NOTE [Fault trials]
+// A trial is one process (trial.ts, the "parent") that starts real children with mp.spawn and
+// attacks them, or is attacked itself by the runner (main.ts), which never loads tensorproc:
+//  - kill-producer: a producer streaming to a consumer is SIGKILLed; the consumer must get
+//    every message it gets whole, in order, once, and then the parent's end-of-stream.
+//  - kill-consumer: a consumer of a bounded stream is SIGKILLed; a second one takes the rest.
+//    No message may reach both; what the first had taken when it died is lost, nothing more.
+//  - kill-parent: the parent of a streaming producer and consumer is SIGKILLed by the runner;
+//    its children must die, and under file_system every name must leave /dev/shm within the
+//    manager's promise (2 s) of the kill.
+//  - exactly-once: 8 producers and 8 consumers on one queue; every message arrives once.
+//  - holders-40: 40 consumers are SIGKILLed holding tensors (or on their way to); the
+//    parent's descriptors and shared memory must come back within 1% of where they started.
+//  - low-fd: a producer under an open-file limit of 256 goes on while its consumer holds
+//    more tensors than that; a consumer under a limit of 128 gets ERR_TP_TOO_MANY_FILES and
+//    the message at its next get.
+//  - shm-full: in a private tmpfs over /dev/shm (a mount namespace: needs root), a producer
+//    fills it while its consumer holds; it gets ERR_TP_SHM_FULL, and goes on once the
+//    consumer lets go.
+// Every random choice (strategy, size, channel, maxsize, when to kill) comes from the seed.
+// The runner checks after every trial: it ended within its deadline (else: a hang, reported
+// with the parent's last phase and what was still running), its own checks passed, no
+// process of it is left, and nothing it made is left in /dev/shm after the graces.
+
+export const KINDS = ['kill-producer', 'kill-consumer', 'kill-parent', 'exactly-once', 'holders-40', 'low-fd', 'shm-full'] as const;
+export type Kind = (typeof KINDS)[number];
+
+export type Strategy = 'file_descriptor' | 'file_system';
+export type ChannelKind = 'Queue' | 'SimpleQueue' | 'Pipe';
+
+export const KIB = 1024;
+export const MIB4 = 4 << 20;
+
+export interface Params {
+  kind: Kind;
+  seed: number;
+  strategy: Strategy;
+  bytes: number;
+  channel: ChannelKind;
+  /** For a Queue: its maxsize (0: unbounded). */
+  maxsize: number;
+  /** The kill's delay counts from the first message received (else from the children's start). */
+  fromFlow: boolean;
+  /** Milliseconds from that point to the SIGKILL. */
+  delayMs: number;
+  /** Messages per producer where the stream is bounded. */
+  count: number;
+  /** Tensors the consumer keeps at once (kill-parent: so that some are held when it dies). */
+  hold: number;
+  /** Seconds the runner gives the trial. */
+  deadlineS: number;
+}
+
+export function planTrial(kind: Kind, seed: number): Params {
+  const r = new Prng(seed);
+  const strategy = r.pick(['file_descriptor', 'file_system'] as const);
+  const big = r.next() < 0.5;
+  const bytes = big ? MIB4 : KIB;
+  const channel = r.pick(['Queue', 'SimpleQueue', 'Pipe'] as const);
+  const maxsize = r.pick([0, 1, 2, 8, 64]);
+  const fromFlow = r.next() < 0.8;
+  const delayMs = r.int(0, big ? 400 : 150);
+  const hold = r.pick([0, 1, 4]);
+  const base: Params = { kind, seed, strategy, bytes, channel: channel, maxsize: channel === 'Queue' ? maxsize : 0, fromFlow, delayMs, count: big ? 40 : 2000, hold, deadlineS: 40 };
+  switch (kind) {
+    case 'exactly-once':
+      // Pipe is one to one: 8 x 8 is for queues.
+      return { ...base, channel: channel === 'Pipe' ? 'Queue' : channel, maxsize: channel === 'SimpleQueue' ? 0 : maxsize, count: big ? 6 : 250, deadlineS: 90 };
+    case 'holders-40':
+      return { ...base, channel: channel === 'Pipe' ? 'Queue' : channel, maxsize: 0, hold: r.int(1, 8), deadlineS: 150 };
+    case 'low-fd':
+      return { ...base, bytes: KIB, count: 600, deadlineS: 60 };
+    case 'shm-full':
+      return { ...base, strategy: 'file_system', bytes: MIB4, count: 12, deadlineS: 60 };
+    default:
+      return base;
+  }
+}
+
+export function describe(p: Params): string {
+  const size = p.bytes === MIB4 ? '4MiB' : p.bytes === KIB ? '1KiB' : `${p.bytes}B`;
+  const ch = p.channel === 'Queue' ? `Queue(${p.maxsize})` : p.channel;
+  return `${p.strategy} ${size} ${ch} kill ${p.delayMs}ms after ${p.fromFlow ? 'first message' : 'start'} hold ${p.hold}`;
+}

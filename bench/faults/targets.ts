@@ -1,0 +1,148 @@
+// The children of the fault campaign's trials (targets of mp.spawn): producers that fill each
+// tensor with its own id, consumers that check every tensor twice (when it arrives and again
+// before they let go of it, so that a segment reused under a holder shows) and mark what they
+// got in a shared tensor, and holders that keep what they got until they are killed.
+import * as mp from '../../src/index.js';
+
+/** The value every element of message `seq` of producer `from` holds. */
+export const stamp = (from: number, seq: number): number => from * 1_000_000 + seq;
+
+/** A channel as a child sees it: a queue, or its end of a Pipe. */
+export type Channel = mp.Queue<unknown> | mp.SimpleQueue<unknown> | mp.Connection<unknown>;
+
+export function put(ch: Channel, x: unknown): Promise<void> {
+  return ch instanceof mp.Connection ? ch.send(x) : ch.put(x);
+}
+
+export function get(ch: Channel): Promise<unknown> {
+  return ch instanceof mp.Connection ? ch.recv() : ch.get();
+}
+
+export interface Message {
+  from: number;
+  seq: number;
+  t: mp.Tensor;
+}
+
+/** What is wrong with message `m`, or null: its tensor must hold stamp(from, seq) everywhere it is sampled. */
+export function checkMessage(m: unknown, elements: number): string | null {
+  if (typeof m !== 'object' || m === null) return `not a message: ${String(m)}`;
+  const { from, seq, t } = m as Message;
+  if (!(t instanceof mp.Tensor)) return `message ${from}/${seq} without a tensor`;
+  if (t.dtype !== 'int32' || t.numel() !== elements) return `message ${from}/${seq}: ${t.dtype} of ${t.numel()} elements, not int32 of ${elements}`;
+  const want = stamp(from, seq);
+  const d = t.data as Int32Array;
+  // Every element of a small tensor; one in each 4 KiB page (and the last) of a large one.
+  const step = elements <= 4096 ? 1 : 1021;
+  for (let i = 0; i < elements; i += step) if (d[i] !== want) return `message ${from}/${seq}: element ${i} is ${d[i]}, not ${want}`;
+  if (d[elements - 1] !== want) return `message ${from}/${seq}: its last element is ${d[elements - 1]}, not ${want}`;
+  return null;
+}
+
+/** Producer `i`: puts `count` messages (null: until killed), each a fresh tensor of `elements` int32. */
+export async function produce(i: number, ch: Channel, elements: number, count: number | null, from: number | null): Promise<void> {
+  const id = from ?? i;
+  for (let seq = 0; count === null || seq < count; seq++) {
+    const t = mp.empty([elements], { dtype: 'int32', shared: true }).fill(stamp(id, seq));
+    await put(ch, { from: id, seq, t });
+    t.release();
+  }
+  ch.close();
+}
+
+export interface ConsumerReport {
+  consumer: number;
+  got: number;
+  /** The first few problems: a bad tensor, an order broken, an error from get. */
+  problems: string[];
+}
+
+/**
+ * Consumer `i` (row `row ?? i` of `seen`): takes messages until a null, checks each, counts it
+ * in `seen[row][from * perProducer + seq]` when `seen` is given (that row is written by this
+ * process alone), sets `flowing` at the first, keeps the last `hold` tensors, and reports.
+ */
+export async function consume(i: number, ch: Channel, out: mp.SimpleQueue<ConsumerReport>, flowing: mp.Event, elements: number, seen: mp.Tensor | null, perProducer: number, row: number | null, hold: number): Promise<void> {
+  const r = row ?? i;
+  const marks = seen === null ? null : (seen.select(0, r).data as Int32Array);
+  const problems: string[] = [];
+  const last = new Map<number, number>();
+  const held: mp.Tensor[] = [];
+  let got = 0;
+  for (;;) {
+    let m: unknown;
+    try {
+      m = await get(ch);
+    } catch (e) {
+      problems.push(`get: ${(e as { code?: string }).code ?? ''} ${String(e)}`);
+      if (problems.length >= 5) break;
+      continue;
+    }
+    if (m === null) break;
+    if (got++ === 0) flowing.set();
+    const bad = checkMessage(m, elements);
+    if (bad !== null) {
+      problems.push(bad);
+      if (problems.length >= 5) break;
+      continue;
+    }
+    const { from, seq, t } = m as Message;
+    // Messages of one producer arrive in the order it sent them, whoever else takes some.
+    if ((last.get(from) ?? -1) >= seq) problems.push(`message ${from}/${seq} after ${from}/${last.get(from)}`);
+    last.set(from, seq);
+    if (marks !== null) marks[from * perProducer + seq] = marks[from * perProducer + seq]! + 1;
+    await new Promise((resolve) => setImmediate(resolve));
+    const later = checkMessage(m, elements);
+    if (later !== null) problems.push(`while held: ${later}`);
+    held.push(t);
+    if (held.length > hold) held.shift()!.release();
+    if (problems.length >= 5) break;
+  }
+  for (const t of held) t.release();
+  await out.put({ consumer: r, got, problems });
+  for (const x of [ch, out, flowing]) x.close();
+}
+
+/** Takes `n` tensors, keeps them, sets `ready`, and waits to be killed. */
+export async function holdUntilKilled(_i: number, ch: Channel, ready: mp.Event, n: number): Promise<void> {
+  const held: unknown[] = [];
+  for (let k = 0; k < n; k++) held.push(await get(ch));
+  ready.set();
+  // A timer keeps the process (and `held`) alive: a promise nobody settles would let the
+  // event loop run dry and the process exit by itself while it is being killed.
+  setInterval(() => held.length, 2 ** 30);
+  await new Promise(() => {});
+}
+
+/**
+ * Producer for a full /dev/shm: puts `count` messages; when a tensor cannot be made
+ * (ERR_TP_SHM_FULL) it says so on `out`, waits for `go`, and tries again. Any other error
+ * fails the child.
+ */
+export async function produceThroughFull(_i: number, ch: Channel, out: mp.SimpleQueue<unknown>, go: mp.Event, elements: number, count: number): Promise<void> {
+  for (let seq = 0; seq < count; seq++) {
+    let t: mp.Tensor;
+    for (;;) {
+      try {
+        t = mp.empty([elements], { dtype: 'int32', shared: true }).fill(stamp(0, seq));
+        break;
+      } catch (e) {
+        if (!(e instanceof mp.ShmFullError) || e.code !== 'ERR_TP_SHM_FULL') throw e;
+        await out.put({ full: seq });
+        if (!(await go.wait(20_000))) throw new Error('never told to go on');
+        go.clear();
+      }
+    }
+    await put(ch, { from: 0, seq, t });
+    t.release();
+  }
+  await out.put({ done: count });
+  for (const x of [ch, out, go]) x.close();
+}
+
+/** produce(), once `started` is set (the parent lowers this process's limits first). */
+export async function produceAfter(i: number, ch: Channel, started: mp.Event, elements: number, count: number): Promise<void> {
+  if (!(await started.wait(20_000))) throw new Error('never told to start');
+  started.close();
+  await produce(i, ch, elements, count, 0);
+}
