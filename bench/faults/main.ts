@@ -119,15 +119,19 @@ async function runTrial(kind: Kind, seed: number): Promise<Outcome> {
     for (const pid of left) process.kill(pid, 'SIGKILL');
   } else if (killedAt !== null) out.stats.childrenGoneMs = Math.round(performance.now() - killedAt);
   // Names this trial made: gone once the graces are over.
-  const left = (): string[] => shmNames().filter((n) => !before.has(n));
+  // Only names of this trial's processes (a name holds its creator's pid): another user's
+  // process outside the lock is not this trial's leak.
+  const ours = new Set([parent, ...seen].map(String));
+  const left = (): string[] => shmNames().filter((n) => !before.has(n) && ours.has(n.split('_')[1]!));
+  const whose = (names: string[]): string => [...new Set(names.map((n) => Number(n.split('_')[1])))].map((pid) => `${roles.get(pid) ?? 'process'} ${pid} ${running(pid) ? 'running' : 'gone'}`).join(', ');
   if (killedAt !== null && p.strategy === 'file_system') {
     const ms = await until(() => left().length === 0, 5000);
     const since = performance.now() - killedAt;
     out.stats.cleanupMs = Math.round(ms === null ? since : since);
-    if (ms === null) fail('shm-left', `${left().length} names 5 s after the parent's kill: ${left().slice(0, 4).join(' ')}`);
+    if (ms === null) fail('shm-left', `${left().length} names of ${whose(left())} 5 s after the parent's kill: ${left().slice(0, 4).join(' ')}`);
     else if (since > CLEANUP_PROMISE_MS) fail('slow-cleanup', `the last names went ${Math.round(since)} ms after the parent's kill (promise: ${CLEANUP_PROMISE_MS} ms)`);
   } else if ((await until(() => left().length === 0, CLEANUP_PROMISE_MS + 500)) === null) {
-    fail('shm-left', `${left().length} names ${CLEANUP_PROMISE_MS + 500} ms after the trial: ${left().slice(0, 4).join(' ')}`);
+    fail('shm-left', `${left().length} names of ${whose(left())} ${CLEANUP_PROMISE_MS + 500} ms after the trial: ${left().slice(0, 4).join(' ')}`);
     for (const n of left()) rmSync(`/dev/shm/${n}`, { force: true }); // so that the next trial starts clean
   }
   if (privateDir !== null) rmSync(privateDir, { recursive: true, force: true });
