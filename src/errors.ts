@@ -385,3 +385,58 @@ export class BenchNotInstalledError extends Error {
   readonly code = 'ERR_TP_BENCH_NOT_INSTALLED';
   override name = 'BenchNotInstalledError';
 }
+
+// --- synchronization and shared values (src/sync) -----------------------------------------
+/**
+ * release() of a Lock nobody holds, of an RLock this thread does not hold, or a Condition's
+ * wait()/notify() without holding its lock (Python's ValueError / RuntimeError there).
+ */
+export class NotHeldError extends Error {
+  readonly code = 'ERR_TP_NOT_HELD';
+  override name = 'NotHeldError';
+}
+/** A BoundedSemaphore released more times than it was acquired (Python's ValueError). */
+export class BoundExceededError extends RangeError {
+  readonly code = 'ERR_TP_BOUND_EXCEEDED';
+  override name = 'BoundExceededError';
+}
+/** hold({timeout}) of a lock or semaphore did not get it within the timeout. */
+export class LockTimeoutError extends Error {
+  readonly code = 'ERR_TP_LOCK_TIMEOUT';
+  override name = 'LockTimeoutError';
+}
+/** A blocking acquireSync() that only this very thread could satisfy: it would block for ever. */
+export class WouldDeadlockError extends Error {
+  readonly code = 'ERR_TP_WOULD_DEADLOCK';
+  override name = 'WouldDeadlockError';
+}
+/** threading.BrokenBarrierError: the barrier was aborted, reset, timed out, or a party died. */
+export class BrokenBarrierError extends Error {
+  readonly code = 'ERR_TP_BROKEN_BARRIER';
+  override name = 'BrokenBarrierError';
+}
+/** More threads at once than a sync object's table holds (semaphore holders, condition waiters, barrier members). */
+export class SyncCapacityError extends RangeError {
+  readonly code = 'ERR_TP_SYNC_CAPACITY';
+  override name = 'SyncCapacityError';
+}
+/** A count that is not an integer in range: Semaphore(-1), Barrier(0), notify(-1), Array('i', -3). */
+export class InvalidCountError extends RangeError {
+  readonly code = 'ERR_TP_INVALID_COUNT';
+  override name = 'InvalidCountError';
+}
+/**
+ * Emitted as a process warning, not thrown: a lock was taken over from a holder that died
+ * holding it (or a semaphore got back the units of one). What the lock protected may be
+ * half-updated; `lock.ownerDied` is true after such an acquire. `tid` is the dead holder's thread.
+ */
+export class OwnerDiedWarning extends Error {
+  readonly code = 'ERR_TP_OWNER_DIED';
+  override name = 'OwnerDiedWarning';
+  constructor(
+    message: string,
+    readonly tid: number,
+  ) {
+    super(message);
+  }
+}

@@ -8,3 +8,4 @@ export * from './process/index.js';
 export * from './queue/index.js';
 export * from './data/index.js';
 export * from './pool/index.js';
+export * from './sync/index.js';

@@ -1,0 +1,42 @@
+// Locks, semaphores, conditions, barriers and shared values across processes and threads
+// (API.md "Synchronization and shared values").
+import { SharedArray, SharedValue, type SharedOptions } from './shared-data.js';
+import type { Typecode } from './typecodes.js';
+import type { Scalar } from '../tensor/index.js';
+
+export { Lock, RLock } from './lock.js';
+export { Semaphore, BoundedSemaphore } from './semaphore.js';
+export { Condition } from './condition.js';
+export { Barrier } from './barrier.js';
+export type { BarrierOptions } from './barrier.js';
+export type { BarrierAction, ActionTarget } from './barrier-action.js';
+export { Held } from './held.js';
+export type { AcquireOptions } from './wait.js';
+export { SharedValue, SharedArray } from './shared-data.js';
+export type { SharedOptions } from './shared-data.js';
+export type { Typecode } from './typecodes.js';
+
+/** mp.Value(typecode | dtype, initial = 0, { lock }): callable with or without `new`, as in Python. */
+export interface ValueFactory {
+  (type: Typecode, initial?: Scalar, opts?: SharedOptions): SharedValue;
+  new (type: Typecode, initial?: Scalar, opts?: SharedOptions): SharedValue;
+  readonly prototype: SharedValue;
+}
+/** mp.Array(typecode | dtype, sizeOrData, { lock }): callable with or without `new`. */
+export interface ArrayFactory {
+  (type: Typecode, sizeOrData: number | Iterable<Scalar> | ArrayLike<Scalar>, opts?: SharedOptions): SharedArray;
+  new (type: Typecode, sizeOrData: number | Iterable<Scalar> | ArrayLike<Scalar>, opts?: SharedOptions): SharedArray;
+  readonly prototype: SharedArray;
+}
+
+function makeValue(type: Typecode, initial?: Scalar, opts?: SharedOptions): SharedValue {
+  return new SharedValue(type, initial, opts);
+}
+makeValue.prototype = SharedValue.prototype; // `x instanceof mp.Value`
+function makeArray(type: Typecode, sizeOrData: number | Iterable<Scalar> | ArrayLike<Scalar>, opts?: SharedOptions): SharedArray {
+  return new SharedArray(type, sizeOrData, opts);
+}
+makeArray.prototype = SharedArray.prototype;
+
+export const Value = makeValue as unknown as ValueFactory;
+export const Array = makeArray as unknown as ArrayFactory;
