@@ -62,9 +62,14 @@ describe('Barrier in one process', () => {
     await assert.rejects(first, broken);
   });
 
-  test('bad input is coded', () => {
+  test('bad input is coded', async () => {
     for (const bad of [0, -1, 1.5, '4', 2 ** 21]) throwsCoded(() => new mp.Barrier(bad as number), mp.InvalidCountError, 'ERR_TP_INVALID_COUNT');
     throwsCoded(() => new mp.Barrier(2, { timeout: -1 }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    throwsCoded(() => new mp.Barrier(2, { timeout: 'soon' as never }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    const b = new mp.Barrier(2);
+    for (const bad of ['soon', NaN, -1]) await assert.rejects(b.wait(bad as number), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+    assert.equal(b.nWaiting, 0, 'a refused wait does not arrive');
+    assert.equal(b.broken, false);
     throwsCoded(() => new mp.Barrier(2, { action: 5 as never }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
     throwsCoded(() => new mp.Barrier(2, { action: { module: './relative.js' } }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
   });
