@@ -4,7 +4,8 @@
 //  - Uncontended, in one process (the best of 9 timed repetitions after a warm-up of as
 //    many calls, both sides, as timeit does): acquire+release of a Lock (acquireSync: Python's acquire()
 //    is blocking and synchronous too), a `using lock.holdSync()` scope (Python's `with lock:`),
-//    an RLock and a Semaphore; and, ours only, `await lock.acquire()` + release().
+//    an RLock and a Semaphore; and, ours only, `await lock.acquire()` + release(), and the
+//    limit: a bare compareExchange + exchange on a shared word, what any such lock must do.
 //  - Contended: a counter (a raw Value, read then written) incremented N times by each of 2
 //    process children under one Lock, timed from a Barrier that starts them to the later one's
 //    end (process.hrtime and Python's monotonic_ns are both CLOCK_MONOTONIC, so the parent and
@@ -71,6 +72,7 @@ async function uncontended(n: number): Promise<StepRecord[]> {
   const lock = new mp.Lock();
   const rlock = new mp.RLock();
   const sem = new mp.Semaphore(1);
+  const word = new Int32Array(new SharedArrayBuffer(64));
   const out = [
     ns('Lock acquire+release', nsPerOp((k) => {
       for (let j = 0; j < k; j++) {
@@ -93,6 +95,15 @@ async function uncontended(n: number): Promise<StepRecord[]> {
       for (let j = 0; j < k; j++) {
         sem.acquireSync();
         sem.release();
+      }
+    }, n), n),
+    // The limit (ours only): the two atomic read-modify-writes any lock shared across
+    // processes needs (take, then free with a check for sleepers), with nothing around them.
+    // NOTE [Lock word protocol] does exactly these on the uncontended path.
+    ns('limit: compareExchange+exchange on a shared word', nsPerOp((k) => {
+      for (let j = 0; j < k; j++) {
+        if (Atomics.compareExchange(word, 0, 0, 1) !== 0) throw new Error('the bare word was taken');
+        if (Atomics.exchange(word, 0, 0) < 0) throw new Error('the bare word had sleepers');
       }
     }, n), n),
     ns('Lock await acquire()+release', await nsPerOpAsync(async (k) => {
