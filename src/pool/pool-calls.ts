@@ -142,6 +142,11 @@ export class ListCall extends Call {
   fail(error: unknown): void {
     if (this.settled) return;
     this.settle();
+    // The results that arrived before are never handed out: let go of them now. A call stays
+    // reachable from its pool while chunks of it are at a worker (a stopped one's for good),
+    // and a result tensor kept here would keep its segment (under file_system, its name)
+    // until the pool itself is collected.
+    this.#out.length = 0;
     this.#reject(error);
   }
 }

@@ -560,10 +560,22 @@ export class Scheduler implements CallHost {
     return this.#stopping;
   }
 
-  /** The workers are gone: nothing is held for new ones (the initializer's arguments' tensors among it). */
+  /**
+   * The workers are gone: nothing is held for new ones (the initializer's arguments' tensors
+   * among it), nor for the calls whose chunks were at workers stopped by terminate() (their
+   * exits are not reported: NOTE [Worker set]), which a pool kept by its user would keep.
+   */
   #ended(): void {
     this.#control.close();
     this.#start = null;
+    for (const w of this.#workers) {
+      w.calls.fill(null);
+      w.kept.fill(undefined);
+      w.doneSeq = w.nextSeq;
+    }
+    this.#retry = [];
+    this.#queue = [];
+    this.#active.clear();
   }
 
   /** Every call that has not settled (to fail them at terminate()). */

@@ -5,13 +5,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { checkLeaks, shmSegments } from '../helpers/leaks.js';
+import { checkLeaks, collectGarbage, namesHeldBy, shmSegments } from '../helpers/leaks.js';
 import { waitFor } from '../helpers/wait.js';
 import { isCoded } from '../helpers/errors.js';
 import { running } from '../helpers/procs.js';
 import { fixture, startPeer } from '../helpers/child.js';
 import { openPool, stopPoolsAfter, task } from './pools.js';
-import { Event as MpEvent, Pool, PoolTerminatedError, TargetLoadError, getSharingStrategy, setSharingStrategy, type StartMethod, type Tensor } from '../../src/index.js';
+import { Event as MpEvent, Pool, PoolTerminatedError, TargetLoadError, emptyCache, getSharingStrategy, setSharingStrategy, type StartMethod, type Tensor } from '../../src/index.js';
 
 stopPoolsAfter();
 checkLeaks();
@@ -61,6 +61,39 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
         }
       }
       // The file's leak check looks for what is left in /dev/shm and among descriptors.
+    });
+
+    it('terminate(): the results a call had received and will never hand out are let go of (file_system)', TIMEOUT, async () => {
+      const saved = getSharingStrategy();
+      setSharingStrategy('file_system');
+      try {
+        const pool = openPool({ processes: 2, startMethod });
+        const started = new MpEvent();
+        const release = new MpEvent();
+        const held = pool.apply(task('block'), [started, release]);
+        await started.wait();
+        // The blocked worker is given one of the map's chunks behind its task (a window of 2),
+        // so the map cannot finish; the other worker runs the rest, then the probe, whose
+        // result comes after theirs: once it is back, the map holds 39 tensors it received.
+        const partial = pool.map<Tensor>(task('makeTensor'), range(40), { chunksize: 1 });
+        assert.equal(await pool.apply(task('square'), [3]), 9);
+        assert.ok(namesHeldBy(process.pid).length > 0);
+        pool.terminate();
+        await assert.rejects(partial, isCoded(PoolTerminatedError, 'ERR_TP_POOL_TERMINATED'));
+        await assert.rejects(held, isCoded(PoolTerminatedError, 'ERR_TP_POOL_TERMINATED'));
+        await pool.join();
+        // The pool is still referenced here (and by openPool): what it keeps, it would keep.
+        await waitFor(async () => {
+          await collectGarbage();
+          emptyCache();
+          return namesHeldBy(process.pid).length === 0;
+        });
+        assert.deepEqual(pool.pids(), []);
+        started.close();
+        release.close();
+      } finally {
+        setSharingStrategy(saved);
+      }
     });
 
     it('a task function exported from the program\'s own entry module, its main code awaited at top level', TIMEOUT, async () => {
