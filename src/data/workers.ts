@@ -31,19 +31,7 @@
 // - The channels keep the process alive only while the loader waits for a batch: a
 //   process whose iteration was abandoned half-way (an iterator dropped without return())
 //   can still exit, and the workers die with it.
-//
-// NOTE [Worker malloc]
-// A dataset's samples are private tensors (ArrayBuffers, malloc'd by V8 through calloc) that
-// become garbage as soon as collate has copied them, but are freed only when the garbage
-// collector runs, a burst of megabytes at a time. glibc's default heap policy then gives the
-// freed top of the heap back to the kernel at each burst (its trim threshold follows the
-// mmap threshold, about twice the largest chunk freed), so the next samples fault in fresh
-// zeroed pages: measured on W4's dataset, 32 samples of 3x224x224 float32 cost 12-14 ms to
-// make and fill with the defaults, 3-5 ms with the heap kept. torch frees each sample as its
-// last reference goes, so glibc's defaults serve it well. Process workers therefore start
-// with GLIBC_TUNABLES keeping up to TRIM_MB of free heap and serving chunks below MMAP_MB from
-// it; a user whose GLIBC_TUNABLES already sets a malloc tunable keeps exactly theirs. Other
-// libcs ignore the variable. Thread workers share this process's heap and its settings.
+
 import { DataLoaderClosedError, DataLoaderTimeoutError } from '../errors.js';
 import { WorkerSet, type WorkerExit } from '../pool/worker-set.js';
 import type { Epoch } from './epoch.js';
@@ -52,6 +40,7 @@ import type { FromWorker, WorkerSpec } from './messages.js';
 import { releaseTensors } from './release.js';
 import { batchError, exitError, initError } from './worker-errors.js';
 import type { StartMethod } from './options.js';
+import { withWorkerTunables } from './worker-tunables.js';
 
 interface Task {
   readonly id: number;
@@ -71,23 +60,6 @@ export interface WorkersOptions {
   persistent: boolean;
   maxWorkerRestarts: number;
   startMethod: StartMethod;
-}
-
-const MMAP_MB = 32; // glibc's own ceiling for its dynamic threshold on 64-bit
-const TRIM_MB = 128;
-const MALLOC_TUNABLES = `glibc.malloc.mmap_threshold=${MMAP_MB << 20}:glibc.malloc.trim_threshold=${TRIM_MB << 20}`;
-
-/** Runs `start` (which starts worker processes synchronously) with NOTE [Worker malloc]'s environment. */
-function withWorkerMalloc<T>(start: () => T): T {
-  const saved = process.env.GLIBC_TUNABLES;
-  if (saved !== undefined && saved.includes('glibc.malloc.')) return start();
-  process.env.GLIBC_TUNABLES = saved ? `${saved}:${MALLOC_TUNABLES}` : MALLOC_TUNABLES;
-  try {
-    return start();
-  } finally {
-    if (saved === undefined) delete process.env.GLIBC_TUNABLES;
-    else process.env.GLIBC_TUNABLES = saved;
-  }
 }
 
 const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
@@ -121,7 +93,7 @@ export class LoaderWorkers {
     this.#n = o.spec.numWorkers;
     this.#held = Array.from({ length: this.#n }, () => []);
     this.#active = new Array<boolean>(this.#n).fill(true);
-    this.#set = withWorkerMalloc(() => new WorkerSet({
+    this.#set = withWorkerTunables(() => new WorkerSet({
       main: MAIN,
       size: this.#n,
       startMethod: o.startMethod,
@@ -189,7 +161,7 @@ export class LoaderWorkers {
         `tensorproc: ${exitError(id, exit, []).message} It was replaced (restart ${this.#restarts} of ${this.#o.maxWorkerRestarts}) and its ${pending.length} unfinished batches sent to the new worker.`,
         'TensorprocWarning',
       );
-      withWorkerMalloc(() => this.#set.replace(id));
+      withWorkerTunables(() => this.#set.replace(id));
       for (const t of pending) this.#send(id, this.#tasks.get(t)!);
       return;
     }
@@ -260,7 +232,7 @@ export class LoaderWorkers {
       this.#resuming = null;
     }
     if (this.#failure !== null) throw this.#failure;
-    for (let id = 0; id < this.#n; id++) if (!this.#set.isAlive(id)) withWorkerMalloc(() => this.#set.replace(id));
+    for (let id = 0; id < this.#n; id++) if (!this.#set.isAlive(id)) withWorkerTunables(() => this.#set.replace(id));
   }
 
   /** One epoch's batches, as NOTE [DataLoader workers] says. `done` is called when it ran to its end. */

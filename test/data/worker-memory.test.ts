@@ -78,22 +78,26 @@ describe('DataLoader memory with workers', () => {
     await loader.close();
   });
 
-  test('process workers start with glibc keeping their freed heap (NOTE [Worker malloc]); a user\'s own malloc tunables are kept as they are', async () => {
+  test('process workers start with glibc keeping their freed heap and streaming large copies (NOTE [Worker malloc], NOTE [Streaming copies]); a user\'s own tunables are kept as they are', async () => {
     const seen = async (): Promise<string[]> => {
       const out: string[] = [];
       for await (const b of new mp.DataLoader(target('tunables', 4), { batchSize: null, numWorkers: 2 })) out.push(b as string);
       return out;
     };
+    const malloc = 'glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728';
+    const stream = 'glibc.cpu.x86_non_temporal_threshold=524288';
     const saved = process.env.GLIBC_TUNABLES;
     try {
       delete process.env.GLIBC_TUNABLES;
-      assert.deepEqual(await seen(), new Array(4).fill('glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728'));
+      assert.deepEqual(await seen(), new Array(4).fill(`${malloc}:${stream}`));
       assert.equal(process.env.GLIBC_TUNABLES, undefined, 'this process\'s environment is left as it was');
       process.env.GLIBC_TUNABLES = 'glibc.rtld.optional_static_tls=4096';
-      assert.deepEqual(await seen(), new Array(4).fill('glibc.rtld.optional_static_tls=4096:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728'));
+      assert.deepEqual(await seen(), new Array(4).fill(`glibc.rtld.optional_static_tls=4096:${malloc}:${stream}`));
       process.env.GLIBC_TUNABLES = 'glibc.malloc.arena_max=1';
-      assert.deepEqual(await seen(), new Array(4).fill('glibc.malloc.arena_max=1'));
+      assert.deepEqual(await seen(), new Array(4).fill(`glibc.malloc.arena_max=1:${stream}`));
       assert.equal(process.env.GLIBC_TUNABLES, 'glibc.malloc.arena_max=1');
+      process.env.GLIBC_TUNABLES = 'glibc.cpu.x86_non_temporal_threshold=1048576:glibc.malloc.arena_max=1';
+      assert.deepEqual(await seen(), new Array(4).fill('glibc.cpu.x86_non_temporal_threshold=1048576:glibc.malloc.arena_max=1'));
     } finally {
       if (saved === undefined) delete process.env.GLIBC_TUNABLES;
       else process.env.GLIBC_TUNABLES = saved;
