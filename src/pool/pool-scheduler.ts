@@ -1,24 +1,6 @@
 // The Pool's parent side: which worker holds which chunks, batches to and from them, and
-// what happens when one dies (NOTE [Pool protocol], NOTE [Pool control block]).
-//
-// NOTE [Pool windows]
-// Each worker is given at most `window` chunks at a time, in batches, and is topped up when
-// half of them have come back (an idle worker at once), so a worker always has its next
-// chunks waiting while it runs these. The window is sized so that the chunks waiting at a
-// worker take about TARGET_MS to run (from the time the worker reports): 2 for slow tasks
-// (so that a slow task holds back little, and an abort or a death has little to sort out),
-// up to MAX_WINDOW for tiny ones, where the round trips between batches are the cost.
-//
-// NOTE [Pool aborts]
-// A call that no longer wants its chunks (aborted, failed, left early) bumps its slot's
-// generation (NOTE [Pool control block]): its chunks still in the parent are dropped, and
-// those a worker has not begun are skipped there. An abort also stops (SIGTERM, then
-// SIGKILL) a worker that has begun one of its chunks, and starts another in its place; the
-// chunks that worker held and had not begun go to other workers. So that stopping a worker
-// costs no other call anything, a worker that holds chunks of a call with a signal is given
-// no other call's chunks until those are back, and the worker sends the results it has
-// before it begins such a call's chunks: when it is stopped, everything it held belongs to
-// the aborted call, or was not begun.
+// what happens when one dies (NOTE [Pool protocol], NOTE [Pool control block])
+// (NOTE [Pool windows] in pool-worker-state.ts, NOTE [Pool aborts] in pool-aborts.ts).
 import { checkMessage, encodeMessage, type Frame } from '../transport/index.js';
 import type { TargetSpec } from '../process/target.js';
 import type { StartMethod } from '../process/index.js';
@@ -29,20 +11,15 @@ import { ControlBlock } from './control-block.js';
 import { rebuildTaskError } from './task-error.js';
 import type { Call, CallHost } from './pool-calls.js';
 import type { PoolWorkerStart } from './pool-worker.js';
+import { MASK, WorkerState } from './pool-worker-state.js';
+import { stopRunning } from './pool-aborts.js';
 import {
   CALL_SLOTS, DONE, FAILED, GROUP_FIELDS, INIT_FAILED, MAX_BATCH, MODE_ABORTABLE, NO_SLOT, OK, READY, RUN, TARGET, controlWords, genWord, packNumbers,
 } from './pool-messages.js';
 
 const MAIN = { module: new URL(`./pool-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url), export: 'main' };
-const START_WINDOW = 2;
-const MAX_WINDOW = 512;
-const RING = 1024; // > MAX_WINDOW, a power of two
-const MASK = RING - 1;
-const TARGET_US = 2000;
 /** Workers that die one after another before they are ready, before the pool gives up. */
 const MAX_START_FAILURES = 3;
-/** How long a worker stopped for an abort gets between SIGTERM and SIGKILL. */
-const ABORT_KILL_MS = 1000;
 
 export interface SchedulerOptions {
   size: number;
@@ -53,48 +30,6 @@ export interface SchedulerOptions {
   maxTasks: number;
   /** Called once when the pool cannot go on (its initializer threw, workers keep dying at start). */
   onBroken(error: PoolBrokenError): void;
-}
-
-/** What the parent knows of one worker id (NOTE [Pool protocol]). */
-class Worker {
-  /** Chunks [doneSeq, nextSeq) are at this worker. Sequence numbers go on across replacements. */
-  nextSeq = 0;
-  doneSeq = 0;
-  readonly calls: (Call | null)[] = new Array<Call | null>(RING).fill(null);
-  readonly index = new Int32Array(RING);
-  readonly kept: unknown[] = new Array<unknown>(RING);
-  window = START_WINDOW;
-  /** Microseconds a chunk takes here, smoothed; 0 until known. */
-  estimate = 0;
-  /** Chunks given to this worker's current process (maxtasksperchild). */
-  assigned = 0;
-  ready = false;
-  alive = true;
-  /** Stopped to end an abort (NOTE [Pool aborts]). */
-  stoppedForAbort = false;
-  /** The call with a signal whose chunks it holds, and how many (NOTE [Pool aborts]). */
-  exclusive: Call | null = null;
-  exclusiveCount = 0;
-  /** SIGKILL after an abort's SIGTERM, if it is still running then. */
-  killTimer: NodeJS.Timeout | null = null;
-  /** Task functions this process has been told of (TARGET). */
-  targets = new Set<number>();
-
-  inFlight(): number {
-    return (this.nextSeq - this.doneSeq) | 0;
-  }
-
-  /** A new process in this id's place. */
-  reset(): void {
-    this.window = START_WINDOW;
-    this.assigned = 0;
-    this.ready = false;
-    this.alive = true;
-    this.stoppedForAbort = false;
-    this.exclusive = null;
-    this.exclusiveCount = 0;
-    this.targets = new Set();
-  }
 }
 
 interface Retry {
@@ -108,7 +43,7 @@ export class Scheduler implements CallHost {
   readonly #set: WorkerSet;
   readonly #control: ControlBlock;
   readonly #ctl: Int32Array;
-  readonly #workers: Worker[];
+  readonly #workers: WorkerState[];
   readonly #maxTasks: number;
   readonly #onBroken: (error: PoolBrokenError) => void;
   /** Calls that may still give chunks, in the order they were made (CPython's task queue). */
@@ -140,7 +75,7 @@ export class Scheduler implements CallHost {
     this.#control = ControlBlock.create(controlWords(size));
     this.#ctl = this.#control.words;
     this.#ctl.fill(-1, 0, size);
-    this.#workers = Array.from({ length: size }, () => new Worker());
+    this.#workers = Array.from({ length: size }, () => new WorkerState());
     this.#start = {
       control: this.#control,
       size,
@@ -211,27 +146,8 @@ export class Scheduler implements CallHost {
       this.#retry = kept;
     }
     call.exhausted = true;
-    if (kill) {
-      for (let id = 0; id < this.size; id++) {
-        const w = this.#workers[id]!;
-        if (!w.alive) continue;
-        const p = Atomics.load(this.#ctl, id);
-        const since = (p - w.doneSeq) | 0;
-        if (since < 0 || since >= w.inFlight() || w.calls[p & MASK] !== call) continue;
-        this.#stopForAbort(id, w);
-      }
-    }
+    if (kill) stopRunning(call, this.#workers, this.#ctl, (id, signal) => this.#set.kill(id, signal));
     this.#checkDone(call);
-  }
-
-  #stopForAbort(id: number, w: Worker): void {
-    if (w.stoppedForAbort) return;
-    w.stoppedForAbort = true;
-    this.#set.kill(id, 'SIGTERM');
-    w.killTimer = setTimeout(() => {
-      w.killTimer = null;
-      if (w.alive) this.#set.kill(id, 'SIGKILL');
-    }, ABORT_KILL_MS).unref();
   }
 
   // --- dispatch ---------------------------------------------------------------------------
@@ -270,7 +186,7 @@ export class Scheduler implements CallHost {
   }
 
   /** How many more chunks worker `w` may be given now. */
-  #room(w: Worker): number {
+  #room(w: WorkerState): number {
     return Math.min(w.window - w.inFlight(), this.#maxTasks - w.assigned);
   }
 
@@ -282,7 +198,7 @@ export class Scheduler implements CallHost {
   }
 
   /** Sends worker `id` one batch of at most `max` chunks; returns how many. */
-  #fill(id: number, w: Worker, max: number): number {
+  #fill(id: number, w: WorkerState, max: number): number {
     for (let cap = max; ; cap = Math.max(1, cap >> 1)) {
       const taken = this.#takeBatch(w, cap);
       if (taken.length === 0) return 0;
@@ -313,7 +229,7 @@ export class Scheduler implements CallHost {
    * The next chunks for worker `w`, retried ones first; each with its items. A worker that
    * holds chunks of a call with a signal gets only more of that call's (NOTE [Pool aborts]).
    */
-  #takeBatch(w: Worker, max: number): Taken[] {
+  #takeBatch(w: WorkerState, max: number): Taken[] {
     const out: Taken[] = [];
     let only = w.exclusive;
     for (let r = 0; r < this.#retry.length && out.length < max; ) {
@@ -355,7 +271,7 @@ export class Scheduler implements CallHost {
   }
 
   /** The RUN frame of `taken` (after any TARGET it needs); null or 'retry' when it could not be made. */
-  #encodeBatch(id: number, w: Worker, taken: Taken[]): Frame | null | 'retry' {
+  #encodeBatch(id: number, w: WorkerState, taken: Taken[]): Frame | null | 'retry' {
     for (const t of taken) {
       if (w.targets.has(t.call.target)) continue;
       const def = this.#targetList[t.call.target]!;
@@ -458,9 +374,7 @@ export class Scheduler implements CallHost {
       this.#chunkFinished(call);
     }
     w.doneSeq = (first + count) | 0;
-    const perChunk = (m[3] as number) / count;
-    w.estimate = w.estimate === 0 ? perChunk : 0.7 * w.estimate + 0.3 * perChunk;
-    w.window = Math.max(START_WINDOW, Math.min(MAX_WINDOW, Math.floor(TARGET_US / Math.max(w.estimate, 0.01))));
+    w.observe(m[3] as number, count);
     if (w.assigned >= this.#maxTasks && w.inFlight() === 0 && w.alive && !this.#stopping) {
       // maxtasksperchild: every chunk it was given is back; a new process takes its place.
       this.#set.replace(id);
@@ -568,11 +482,7 @@ export class Scheduler implements CallHost {
   #ended(): void {
     this.#control.close();
     this.#start = null;
-    for (const w of this.#workers) {
-      w.calls.fill(null);
-      w.kept.fill(undefined);
-      w.doneSeq = w.nextSeq;
-    }
+    for (const w of this.#workers) w.clear();
     this.#retry = [];
     this.#queue = [];
     this.#active.clear();

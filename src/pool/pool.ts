@@ -5,7 +5,9 @@ import { availableParallelism } from 'node:os';
 import { AbortError, InvalidArgumentError, PoolBrokenError, PoolClosedError, PoolRunningError, PoolTerminatedError } from '../errors.js';
 import { checkTarget, type Target, type TargetSpec } from '../process/target.js';
 import type { StartMethod } from '../process/index.js';
-import { defaultChunksize, IterCall, ListCall, type Call } from './pool-calls.js';
+import { defaultChunksize, type Call } from './pool-calls.js';
+import { ListCall } from './list-call.js';
+import { IterCall } from './iter-call.js';
 import { Scheduler } from './pool-scheduler.js';
 
 export interface PoolOptions {

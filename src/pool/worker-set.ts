@@ -40,14 +40,13 @@
 // (END once asked to stop), `port.take()` (NOTHING when none is waiting, without waiting),
 // `port.send(value)`. A worker that returns from `fn` exits 0 once its event loop is empty.
 // Messages are transport frames (NOTE [Frames]): tensors travel as handles.
-import { readdirSync, readlinkSync } from 'node:fs';
 import { addon, systemError } from '../native/index.js';
 import { PipeClosedError, type ProcessException } from '../errors.js';
 import { Endpoint, NOTHING, type Frame } from '../transport/index.js';
 import { startProcesses, type ProcessContext, type StartMethod, type Target } from '../process/index.js';
 import type { ChildHandle } from '../process/child-handle.js';
-import { exceptionFor } from '../process/context.js';
 import { ChildEnd } from './worker-port.js';
+import { Instance, closeStrays, exitOf } from './worker-instance.js';
 
 export interface WorkerExit {
   /** The worker's pid (threadId for a thread); -1 if it never started. */
@@ -77,43 +76,6 @@ export interface StopOptions {
 }
 
 const DEFAULT_GRACE_MS = 1000;
-
-/** One started worker process or thread. */
-class Instance {
-  child: ChildHandle | null = null;
-  startError: Error | null = null;
-  /** A signal asked before the child was started, sent once it is. */
-  pendingSignal: NodeJS.Signals | null = null;
-  retired = false;
-  /** The next step of its escalation, once retired. */
-  timer: NodeJS.Timeout | null = null;
-  exited = false;
-  ended = false; // the channel's end of stream was read
-  /** Settles once the worker has exited and its messages were delivered. */
-  done!: Promise<void>;
-  readonly onReadable: () => void;
-
-  constructor(
-    readonly id: number,
-    readonly endpoint: Endpoint,
-    readonly ctx: ProcessContext,
-    drain: (inst: Instance) => void,
-    /** A thread worker's end of the channel, by inode (0 for a process; see #exited). */
-    readonly childInode: number,
-  ) {
-    this.onReadable = () => drain(this);
-  }
-
-  signal(sig: NodeJS.Signals): void {
-    if (this.exited) return;
-    if (this.child === null) this.pendingSignal = sig;
-    else this.child.kill(sig);
-  }
-
-  setRef(ref: boolean): void {
-    if (this.child !== null && !this.exited) this.child.setRef(ref);
-  }
-}
 
 export class WorkerSet {
   readonly size: number;
@@ -361,46 +323,14 @@ export class WorkerSet {
     // [Stopping a thread child]); terminating it from here as well, while it runs its exit
     // handlers, would cut them short.
     const last: NodeJS.Signals[] = this.startMethod === 'thread' ? [] : ['SIGKILL'];
-    const steps: NodeJS.Signals[] = from === 'ask' ? ['SIGTERM', ...last] : from === 'SIGTERM' ? last : [];
     if (from !== 'ask') inst.signal(from);
-    const next = (): void => {
-      inst.timer = null;
-      const sig = steps.shift();
-      if (sig === undefined || inst.exited) return;
-      inst.signal(sig);
-      if (steps.length > 0) inst.timer = setTimeout(next, ms).unref();
-    };
-    if (steps.length > 0) inst.timer = setTimeout(next, ms).unref();
+    inst.escalate(from === 'ask' ? ['SIGTERM', ...last] : from === 'SIGTERM' ? last : [], ms);
   }
 }
 
 type Step = 'ask' | 'SIGTERM' | 'SIGKILL';
 
-/** Closes every descriptor of this process on the socket `inode`. */
-function closeStrays(inode: number): void {
-  const target = `socket:[${inode}]`;
-  for (const name of readdirSync('/proc/self/fd')) {
-    try {
-      if (readlinkSync(`/proc/self/fd/${name}`) === target) addon.close(Number(name));
-    } catch {
-      // the descriptor readdir used, closed by now
-    }
-  }
-}
-
 function grace(options: StopOptions): number {
   const g = options.grace ?? DEFAULT_GRACE_MS;
   return Number.isFinite(g) && g >= 0 ? Math.min(g, 0x7fffffff) : DEFAULT_GRACE_MS;
-}
-
-function exitOf(inst: Instance): WorkerExit {
-  const child = inst.child;
-  if (child === null) return { pid: -1, exitCode: 1, signalName: null, error: inst.startError };
-  const exitCode = child.exitCode ?? 0;
-  return {
-    pid: child.pid,
-    exitCode,
-    signalName: child.signalName,
-    error: exitCode === 0 && child.error === null ? null : exceptionFor(child, inst.id),
-  };
 }

@@ -1,0 +1,81 @@
+// map, starmap and apply as a Call (pool-calls.ts): the input an array, the results one promise.
+import { MODE_ITEM, MODE_STAR } from './pool-messages.js';
+import { Call, type CallHost } from './pool-calls.js';
+
+/**
+ * map, starmap (results in order, one promise) and apply (one result). The input is an
+ * array read by index, so a chunk is sent again from it and nothing needs keeping.
+ */
+export class ListCall extends Call {
+  readonly promise: Promise<unknown>;
+  #resolve!: (v: unknown) => void;
+  #reject!: (e: unknown) => void;
+  readonly #src: readonly unknown[];
+  readonly #out: unknown[];
+  readonly #chunks: number;
+  readonly #single: boolean;
+  #next = 0;
+  #remaining: number;
+
+  constructor(host: CallHost, target: number, star: boolean, src: readonly unknown[], chunkLen: number, single: boolean) {
+    super(host, target, star ? MODE_STAR : MODE_ITEM, chunkLen, false);
+    this.promise = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.#src = src;
+    this.#out = new Array(src.length);
+    this.#single = single;
+    this.#chunks = Math.ceil(src.length / chunkLen);
+    this.#remaining = this.#chunks;
+    if (this.#chunks === 0) {
+      this.exhausted = true;
+      this.settle();
+      this.#resolve(this.#out);
+    }
+  }
+
+  take(items: unknown[]): number {
+    if (this.#next >= this.#chunks) return -1;
+    const index = this.#next++;
+    if (this.#next === this.#chunks) this.exhausted = true;
+    this.resend(items, index);
+    return index;
+  }
+
+  resend(items: unknown[], index: number): void {
+    const from = index * this.chunkLen;
+    const to = Math.min(from + this.chunkLen, this.#src.length);
+    for (let i = from; i < to; i++) items.push(this.#src[i]);
+  }
+
+  override lengthOf(index: number): number {
+    return Math.min(this.chunkLen, this.#src.length - index * this.chunkLen);
+  }
+
+  done(index: number, values: ArrayLike<unknown>, at: number, n: number): void {
+    const from = index * this.chunkLen;
+    for (let i = 0; i < n; i++) this.#out[from + i] = values[at + i];
+    if (--this.#remaining === 0) {
+      this.settle();
+      this.#resolve(this.#single ? this.#out[0] : this.#out);
+    }
+  }
+
+  failed(_index: number, error: unknown): void {
+    // CPython's map keeps the first error; the rest of the call is not wanted any more.
+    this.host.cancel(this, false);
+    this.fail(error);
+  }
+
+  fail(error: unknown): void {
+    if (this.settled) return;
+    this.settle();
+    // The results that arrived before are never handed out: let go of them now. A call stays
+    // reachable from its pool while chunks of it are at a worker (a stopped one's for good),
+    // and a result tensor kept here would keep its segment (under file_system, its name)
+    // until the pool itself is collected.
+    this.#out.length = 0;
+    this.#reject(error);
+  }
+}
