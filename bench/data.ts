@@ -20,7 +20,8 @@ const env = benchEnv();
 const runs = env.underRunner ? (env.quick ? 1 : 3) * env.runs : Number(process.argv[2] ?? 5);
 const WORKERS = [0, 2];
 const WORK_MS = 1;
-const PYTHON = process.env.TENSORPROC_TORCH_PYTHON ?? findPythons().torch?.path ?? '/usr/bin/python3';
+// No fallback: findPythons() has looked at /usr/bin/python3, and none means torch is not measured.
+const PYTHON = process.env.TENSORPROC_TORCH_PYTHON ?? findPythons().torch?.path ?? '';
 const anchor = fileURLToPath(new URL('../../bench/anchors/torch-dataloader.py', import.meta.url));
 
 type Key = string; // `${impl}|${workers}|${workMs}`

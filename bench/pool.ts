@@ -10,7 +10,7 @@
 // Records as NOTE [Bench records]; TENSORPROC_BENCH_QUICK=1 (`--quick`): one trial of each at
 // a tenth of the counts, anchors included (a few seconds, to see that it all runs).
 import { Pool, type StartMethod, type Tensor } from '../src/index.js';
-import { anchorPath, findPythons, runJsonLines } from './lib/programs.js';
+import { anchorPath, findPiscina, findPythons, runJsonLines } from './lib/programs.js';
 import { benchEnv, runWorkload, type Step, type StepRecord } from './lib/workload.js';
 
 const env = benchEnv();
@@ -109,7 +109,7 @@ function steps(): Step[] {
       return torch ? [torch.path, [anchorPath('torch-pool.py'), String(TRIALS), ...COUNT_ARGS]] : null;
     }),
   );
-  out.push(anchor('piscina', 0.5 + TRIALS / SCALE, () => [process.execPath, [anchorPath('piscina-pool.js'), String(TRIALS), ...COUNT_ARGS]]));
+  out.push(anchor('piscina', 0.5 + TRIALS / SCALE, () => (findPiscina() ? [process.execPath, [anchorPath('piscina-pool.js'), String(TRIALS), ...COUNT_ARGS]] : null))); // not installed: the runner says so
   out.push({
     label: 'closing the pools',
     weight: 0.2,

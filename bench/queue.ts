@@ -141,7 +141,7 @@ export function steps(quick: boolean): Step[] {
     if (torch && !quick) {
       for (const s of STRATEGIES) {
         const impl = `torch ${s}`;
-        out.push({ label: `${impl} ${at}`, weight: weight(impl, i, count, 3), run: () => torchRun(torch.path, s, [size], quick) });
+        out.push({ label: `${impl} ${at}`, weight: weight(impl, i, count, 3), run: () => torchRun(torch.path, [s], [size], quick) });
       }
     }
     for (const kind of ['fork', 'worker-copy', 'worker-transfer']) {
@@ -166,21 +166,18 @@ export function steps(quick: boolean): Step[] {
       }
     }
   });
-  // --quick: one pair of torch processes per strategy serves every size (torch-queue.py).
+  // --quick: one pair of torch processes serves every size of both strategies (torch-queue.py).
   if (torch && quick) {
-    for (const s of STRATEGIES) {
-      const impl = `torch ${s}`;
-      const w = SIZES.reduce((sum, size, i) => sum + weight(impl, i, countFor(size, quick), 0), 4);
-      out.push({ label: `${impl}, every size`, weight: w, run: () => torchRun(torch.path, s, SIZES, quick) });
-    }
+    const w = STRATEGIES.reduce((sum, s) => sum + SIZES.reduce((t, size, i) => t + weight(`torch ${s}`, i, countFor(size, quick), 0), 0), 5);
+    out.push({ label: 'torch, every size of both strategies', weight: w, run: () => torchRun(torch.path, STRATEGIES, SIZES, quick) });
   }
   return out;
 }
 
-async function torchRun(python: string, strategy: string, sizes: number[], quick: boolean): Promise<StepRecord[]> {
-  const args = [anchorPath('torch-queue.py'), strategy, ...(quick ? ['--one-pair'] : []), ...sizes.map((size) => `${size}:${countFor(size, quick)}`)];
+async function torchRun(python: string, strategies: readonly string[], sizes: number[], quick: boolean): Promise<StepRecord[]> {
+  const args = [anchorPath('torch-queue.py'), strategies.join(','), ...(quick ? ['--one-pair'] : []), ...sizes.map((size) => `${size}:${countFor(size, quick)}`)];
   const rows = await runJsonLines(python, args);
-  return rows.map((r) => streamRecord(`torch ${strategy}`, Number(r.bytes), Number(r.count), Number(r.seconds), fmtBytes(Number(r.bytes))));
+  return rows.map((r) => streamRecord(String(r.impl), Number(r.bytes), Number(r.count), Number(r.seconds), fmtBytes(Number(r.bytes))));
 }
 
 // Not awaited at top level: spawn() imports this module (the children's target) to check

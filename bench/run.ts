@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import cliProgress from 'cli-progress';
 import { PlotNeedsW1Error, PlotUnavailableError, UnknownWorkloadError } from '../src/errors.js';
 import { chartingLibraries, writePlot } from './lib/plot.js';
-import { pythonEnv, runLines } from './lib/programs.js';
+import { piscinaEnv, pythonEnv, runLines } from './lib/programs.js';
 import { parseLine, type BenchRecord, type NotMeasured, type Progress } from './lib/record.js';
 import { report } from './lib/report.js';
 
@@ -25,12 +25,14 @@ export interface Workload {
   yardstick: boolean;
   /** It has torch anchors (YARDSTICK.md: W1-W4), left out where no python3 imports torch. */
   torch?: boolean;
+  /** It has a piscina anchor, left out where piscina is not installed. */
+  piscina?: boolean;
 }
 
 export const WORKLOADS: Workload[] = [
   { id: 'W1', program: 'queue.js', title: 'producer → consumer process through a queue', seconds: [40, 170], yardstick: true, torch: true },
   { id: 'W2', program: 'spawn.js', title: 'start and join N processes', seconds: [8, 40], yardstick: true, torch: true },
-  { id: 'W3', program: 'pool.js', title: 'a pool of 2 processes', seconds: [20, 90], yardstick: true, torch: true },
+  { id: 'W3', program: 'pool.js', title: 'a pool of 2 processes', seconds: [20, 90], yardstick: true, torch: true, piscina: true },
   { id: 'W4', program: 'data.js', title: 'a data loader with 2 workers', seconds: [20, 60], yardstick: true, torch: true },
   { id: 'alloc', program: 'alloc.js', title: 'shared allocation', seconds: [15, 30], yardstick: false },
   { id: 'messages', program: 'messages.js', title: 'message encoding', seconds: [10, 20], yardstick: false },
@@ -99,7 +101,7 @@ export async function runBench(options: BenchOptions, workloads: Workload[] = WO
       throw new PlotUnavailableError(`--plot cannot write ${options.plot}: ${(e as Error).message}`, { cause: e });
     }
   }
-  const env = pythonEnv();
+  const env = { ...pythonEnv(), ...piscinaEnv() };
   const secondsOf = (w: Workload): number => w.seconds[options.quick ? 0 : 1] * options.runs;
   const total = runnable.reduce((s, w) => s + secondsOf(w), 0);
   const say = (line: string): void => {
@@ -113,6 +115,9 @@ export async function runBench(options: BenchOptions, workloads: Workload[] = WO
   for (const w of missing) notMeasured({ workload: w.id, not_measured: `bench/${w.program.replace(/\.js$/, '.ts')} is not in this build` });
   if (!env.TENSORPROC_BENCH_TORCH) {
     for (const w of runnable.filter((x) => x.torch)) notMeasured({ workload: w.id, impl: 'torch', not_measured: 'no python3 on PATH (nor /usr/bin/python3) imports torch (Debian: apt-get install python3-torch)' });
+  }
+  if (!env.TENSORPROC_BENCH_PISCINA) {
+    for (const w of runnable.filter((x) => x.piscina)) notMeasured({ workload: w.id, impl: 'piscina', not_measured: 'piscina is not installed (npm install piscina@5 beside tensorproc)' });
   }
   for (const a of absent) say(absentLine(a));
   const bar = !options.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: ' {bar} {percentage}% | about {eta_formatted} left | {step}', stream: process.stderr, hideCursor: true, clearOnComplete: true, etaBuffer: 40, fps: 4 }, cliProgress.Presets.shades_classic) : null;

@@ -1,9 +1,10 @@
 // The anchor programs (bench/anchors/) and the interpreters that run them: where they are in
 // a checkout and in an installed package, which python3 has torch, and running one to
 // collect the JSON lines it prints.
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, realpathSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { BenchNotInstalledError } from '../../src/errors.js';
@@ -90,6 +91,43 @@ export function pythonEnv(): Record<string, string> {
   return { TENSORPROC_BENCH_PYTHON: py?.path ?? '', TENSORPROC_BENCH_TORCH: torch?.torch ?? '' };
 }
 
+/** The programs runLines() has started that have not exited yet. */
+const running = new Set<ChildProcess>();
+// Ends them when this process exits before they do: a reader that closed the pipe (NOTE
+// [Closed pipe]) or a failure; without it a workload would go on measuring for minutes with
+// nobody to read it. SIGTERM, as a program that is asked to stop; they have not exited.
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGTERM');
+});
+
+/**
+ * The version of piscina that the W3 anchor (anchors/piscina-pool.ts) would import, or null:
+ * piscina is a devDependency, so an installed tensorproc has it only where the user installed
+ * it. TENSORPROC_BENCH_PISCINA, as the runner hands it on ('' for none), is taken as it is.
+ */
+export function findPiscina(): string | null {
+  const given = process.env.TENSORPROC_BENCH_PISCINA;
+  if (given !== undefined) return given || null;
+  let dir: string;
+  try {
+    dir = dirname(createRequire(anchorPath('piscina-pool.js')).resolve('piscina'));
+  } catch {
+    return null;
+  }
+  for (; dir !== dirname(dir); dir = dirname(dir)) {
+    const pkg = join(dir, 'package.json');
+    if (!existsSync(pkg)) continue;
+    const { name, version } = JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string; version?: string };
+    if (name === 'piscina') return version ?? 'unknown';
+  }
+  return 'unknown';
+}
+
+/** The environment that hands findPiscina()'s answer to a workload program. */
+export function piscinaEnv(): Record<string, string> {
+  return { TENSORPROC_BENCH_PISCINA: findPiscina() ?? '' };
+}
+
 /**
  * Runs a program, handing each line it prints on stdout to `onLine`; rejects with the tail of
  * its stderr when it fails. Its stderr is kept, not shown: a library's warnings are not results.
@@ -97,6 +135,8 @@ export function pythonEnv(): Record<string, string> {
 export function runLines(cmd: string, args: string[], env: NodeJS.ProcessEnv, onLine: (line: string) => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+    running.add(child);
+    child.on('exit', () => running.delete(child));
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (s: string) => {
       stderr = (stderr + s).slice(-16_384);

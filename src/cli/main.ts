@@ -7,6 +7,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { BenchNotInstalledError, PlotNeedsW1Error, UnknownWorkloadError } from '../errors.js';
+import { exitQuietlyOnClosedPipe } from './closed-pipe.js';
+
+exitQuietlyOnClosedPipe(); // NOTE [Closed pipe]
 
 /** Usage errors (a bad command, flag or value), as getopt programs exit. */
 const EXIT_USAGE = 2;

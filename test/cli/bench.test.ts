@@ -124,3 +124,18 @@ test('bad bench options are coded errors, thrown before anything runs', async ()
   await assert.rejects(runBench({ ...options, only: ['W2'], plot: join(dir, 'w.svg') }), { name: 'PlotNeedsW1Error', code: 'ERR_TP_PLOT_NEEDS_W1' });
   await assert.rejects(runBench({ ...options, only: ['W1'], plot: join(dir, 'no-such-dir', 'w.svg') }), { name: 'PlotUnavailableError', code: 'ERR_TP_PLOT_UNAVAILABLE', message: /--plot cannot write .*no-such-dir\/w\.svg/ });
 });
+
+test('an anchor this machine lacks (piscina not installed, no python3 with torch) is a not-measured record under --json, and the rest runs', () => {
+  // Hidden as the runner hands its findings to the workloads: '' is none (programs.ts).
+  const env = { ...process.env, TENSORPROC_BENCH_PISCINA: '', TENSORPROC_BENCH_PYTHON: '' };
+  const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--json', '--only', 'W3'], { encoding: 'utf8', timeout: 180_000, env });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '');
+  const lines = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const absent = lines.filter((l) => 'not_measured' in l);
+  assert.deepEqual(absent.map((a) => [a.workload, a.impl]).sort(), [['W3', 'piscina'], ['W3', 'torch']]);
+  assert.match(String(absent.find((a) => a.impl === 'piscina')!.not_measured), /piscina is not installed \(npm install piscina@5/);
+  assert.match(String(absent.find((a) => a.impl === 'torch')!.not_measured), /no python3 on PATH .* imports torch/);
+  const impls = new Set(lines.filter((l) => !('not_measured' in l)).map((l) => l.impl));
+  assert.deepEqual([...impls].sort(), ['tensorproc processes', 'tensorproc threads'], 'ours measured, no anchor');
+});

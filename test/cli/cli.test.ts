@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -120,4 +121,57 @@ test('a bad command, flag or value prints the usage and exits 2', () => {
     assert.match(r.stderr, message, args.join(' '));
     assert.match(r.stderr, /Usage: tensorproc/, `${args.join(' ')} shows the usage`);
   }
+});
+
+/**
+ * Runs the CLI with its stdout read by a reader that closes it after `lines` lines (0: before
+ * the CLI has started), as `| head -n` does; `onClose` sees the CLI's pid at that moment.
+ */
+function intoClosedPipe(args: string[], lines: number, onClose: (pid: number) => void = () => {}): Promise<{ status: number | null; signal: string | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    let seen = 0;
+    const close = (): void => {
+      onClose(child.pid!);
+      child.stdout.destroy();
+    };
+    if (lines === 0) close();
+    else {
+      child.stdout.setEncoding('utf8').on('data', (s: string) => {
+        seen += s.split('\n').length - 1;
+        if (seen >= lines && !child.stdout.destroyed) close();
+      });
+    }
+    child.on('error', reject);
+    child.on('close', (status, signal) => resolve({ status, signal, stderr }));
+  });
+}
+
+/** Whether a process is still running (a zombie, or gone, is not). */
+const running = (pid: number): boolean => {
+  try {
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+
+test('output into a reader that closes early ends the command quietly (NOTE [Closed pipe]): status 0, no EPIPE crash', async () => {
+  // Closed before the CLI has even started: its help's one write gets EPIPE.
+  for (const args of [['--help'], ['bench', '--help'], ['help', 'shm']]) {
+    const r = await intoClosedPipe(args, 0);
+    assert.deepEqual({ status: r.status, signal: r.signal, stderr: r.stderr }, { status: 0, signal: null, stderr: '' }, args.join(' '));
+  }
+  // The bench, closed after its first record: the runner stops, and so does the workload program it was running.
+  let workloads: number[] = [];
+  const r = await intoClosedPipe(['bench', '--quick', '--json', '--only', 'W2'], 1, (pid) => {
+    workloads = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  });
+  assert.deepEqual({ status: r.status, signal: r.signal, stderr: r.stderr }, { status: 0, signal: null, stderr: '' });
+  assert.equal(workloads.length, 1, 'the workload program was running when the reader closed');
+  // It was sent SIGTERM as the runner exited; wait for it to go (it is not ours to reap).
+  for (let i = 0; i < 200 && workloads.some(running); i++) await delay(50);
+  assert.deepEqual(workloads.filter(running), [], 'the workload program ended with the runner');
 });
