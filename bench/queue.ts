@@ -127,12 +127,27 @@ const RATES: Record<string, number[]> = {
 };
 const weight = (rate: string, i: number, count: number, startup: number): number => startup + count / (RATES[rate]![i] ?? 1_000);
 
+/**
+ * The sizes to run: all of them, or those TENSORPROC_BENCH_W1_SIZES names in bytes (`16777216,67108864`),
+ * to look at some closely with the yardstick's counts.
+ */
+function sizesToRun(): number[] {
+  const only = process.env.TENSORPROC_BENCH_W1_SIZES;
+  if (!only) return SIZES;
+  const wanted = only.split(',').map(Number);
+  const unknown = wanted.filter((b) => !SIZES.includes(b));
+  if (unknown.length) throw new Error(`TENSORPROC_BENCH_W1_SIZES: W1 has no size ${unknown.join(', ')} (its sizes: ${SIZES.join(', ')})`);
+  return SIZES.filter((b) => wanted.includes(b));
+}
+
 export function steps(quick: boolean): Step[] {
   const { torch, any: python } = findPythons();
+  const sizes = sizesToRun();
   // torch's absence the runner reports for every workload; this one is W1's own.
   if (!python) printNotMeasured('W1', 'message limit', 'it runs bench/anchors/message-limit.py, and no python3 is on PATH (nor /usr/bin/python3)');
   const out: Step[] = [];
-  SIZES.forEach((size, i) => {
+  sizes.forEach((size) => {
+    const i = SIZES.indexOf(size);
     const count = countFor(size, quick);
     const at = fmtBytes(size);
     for (const s of STRATEGIES) {
@@ -168,8 +183,8 @@ export function steps(quick: boolean): Step[] {
   });
   // --quick: one pair of torch processes serves every size of both strategies (torch-queue.py).
   if (torch && quick) {
-    const w = STRATEGIES.reduce((sum, s) => sum + SIZES.reduce((t, size, i) => t + weight(`torch ${s}`, i, countFor(size, quick), 0), 0), 5);
-    out.push({ label: 'torch, every size of both strategies', weight: w, run: () => torchRun(torch.path, STRATEGIES, SIZES, quick) });
+    const w = STRATEGIES.reduce((sum, s) => sum + sizes.reduce((t, size) => t + weight(`torch ${s}`, SIZES.indexOf(size), countFor(size, quick), 0), 0), 5);
+    out.push({ label: 'torch, every size of both strategies', weight: w, run: () => torchRun(torch.path, STRATEGIES, sizes, quick) });
   }
   return out;
 }

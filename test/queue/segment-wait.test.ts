@@ -6,6 +6,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
 import { segmentCache } from '../../src/sharing/index.js';
+import { FRESH_PER_CREATE } from '../../src/sharing/segment-cache.js';
+import { sizeClass } from '../../src/sharing/size-class.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
 import { segmentOf } from '../helpers/segments.js';
@@ -134,6 +136,30 @@ test('a process that exits with a received segment in its backlog gives it back 
     q.close();
     stuck.close();
     ready.close();
+    mp.emptyCache();
+  }
+});
+
+test('without an override a class waits for what making one of its segments was measured to cost here', () => {
+  delete process.env.TENSORPROC_SEGMENT_WAIT_MS;
+  const bytes = 24 << 20; // a class no other test here makes
+  const cls = sizeClass(bytes);
+  assert.equal(segmentCache.createCostMs(cls), undefined, 'not made yet');
+  assert.ok(segmentCache.waitBoundMs(cls) > 0, 'a bound from the page model until then');
+  try {
+    for (let k = 0; k < 2; k++) {
+      mp.empty([bytes / 4], { shared: true }).release();
+      mp.emptyCache(); // the next one is made afresh, and timed
+    }
+    const cost = segmentCache.createCostMs(cls)!;
+    assert.ok(Number.isFinite(cost) && cost > 0, `a timing: ${cost}`);
+    assert.equal(segmentCache.waitBoundMs(cls), cost * FRESH_PER_CREATE, 'the bound follows the timing');
+    mp.empty([1 << 18], { shared: true }).release();
+    assert.equal(segmentCache.createCostMs(sizeClass(1 << 20)), undefined, 'a class that never waits is not timed');
+    process.env.TENSORPROC_SEGMENT_WAIT_MS = '5';
+    assert.equal(segmentCache.waitBoundMs(cls), 5, 'the override wins');
+  } finally {
+    delete process.env.TENSORPROC_SEGMENT_WAIT_MS;
     mp.emptyCache();
   }
 });
