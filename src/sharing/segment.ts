@@ -83,7 +83,22 @@ export class Segment {
     try {
       if (strategy === 'file_system') {
         name = newName();
-        fd = addon.shmCreate(name, size);
+        // NOTE [Registering before creating]
+        // The manager hears of the name before it exists: noteMapped() connects at once when
+        // this process is not connected yet (a manager that listens has it in its backlog
+        // before shmCreate() returns), so that a kill at any point after the name exists
+        // finds the manager knowing this pid, whose death sends it to /dev/shm for the names
+        // with this pid in them (registry.ts: a pid gone before its connection was accepted
+        // too). Told after, a process killed while its first segment was being made (its
+        // fallocate, milliseconds at 4 MiB) left that name to the next manager's start.
+        // A name that is then not made is unmapped again below.
+        managerClient.noteMapped(name);
+        try {
+          fd = addon.shmCreate(name, size);
+        } catch (e) {
+          managerClient.noteUnmapped(name);
+          throw e;
+        }
       } else {
         fd = addon.memfdCreate('tensorproc', size);
       }
@@ -97,7 +112,10 @@ export class Segment {
       key = name !== null ? `fs:${name}` : fdIdentity(fd).key;
     } catch (e) {
       addon.close(fd);
-      if (name !== null) addon.shmUnlink(name);
+      if (name !== null) {
+        addon.shmUnlink(name);
+        managerClient.noteUnmapped(name);
+      }
       throw systemError(e, what);
     }
     // A named segment is reopened by name; only memfds need their descriptor to travel.
@@ -107,7 +125,6 @@ export class Segment {
     }
     const seg = new Segment(strategy, name, key, capacity, mapping, fd >= 0 ? fd : null);
     seg.#slot = initHeader(seg.header, process.pid, capacity);
-    if (name !== null) managerClient.noteMapped(name);
     debug('segment made: %s, %d bytes%s', strategy, capacity, name === null ? '' : `, ${name}`);
     return seg;
   }

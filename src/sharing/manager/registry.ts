@@ -72,10 +72,24 @@ export class Registry {
     return this.#names.size === 0 && this.#procs.size === 0;
   }
 
-  /** A process connected. False if it is already gone. */
+  /**
+   * A process connected. False if it is already gone: killed after its connect() and before
+   * this accept(), its pidfd can no longer be had, and no death of it will be seen, so the
+   * names it created are judged now, as a crash's (NOTE [Registering before creating] in
+   * segment.ts).
+   */
   connected(pid: number): boolean {
     const proc = this.#watch(pid);
-    if (proc === null) return false;
+    if (proc === null) {
+      const names = this.#createdBy(pid);
+      for (const name of names) {
+        this.#state(name).crashed = true;
+        this.#evaluate(name);
+      }
+      this.#log(`pid ${pid} was gone when its connection was accepted: ${names.size} name(s) it created judged`);
+      this.#changed();
+      return false;
+    }
     proc.conns++;
     proc.user = true;
     return true;
@@ -150,6 +164,18 @@ export class Registry {
     } catch {
       return false; // gone
     }
+  }
+
+  /** `known` and the names in /dev/shm that `pid` created (its pid is in them) and this user owns. */
+  #createdBy(pid: number, known: Iterable<string> = []): Set<string> {
+    const names = new Set(known);
+    try {
+      const prefix = `tensorproc_${pid}_`;
+      for (const entry of readdirSync('/dev/shm')) if (entry.startsWith(prefix) && this.#mine(entry)) names.add(`/${entry}`);
+    } catch {
+      // no /dev/shm listing: the known names only
+    }
+    return names;
   }
 
   #state(name: string): NameState {
@@ -253,14 +279,8 @@ export class Registry {
     // flight were meant for later (the clean grace), not lost in the killed one's queues.
     if (proc.user) this.#lastUserKilled = proc.crashed ? Date.now() : null;
     this.#unwatch(proc);
-    const names = new Set(proc.names);
-    // Names it created whose registration it had no time to send (killed within a turn).
-    try {
-      const prefix = `tensorproc_${pid}_`;
-      for (const entry of readdirSync('/dev/shm')) if (entry.startsWith(prefix) && this.#mine(entry)) names.add(`/${entry}`);
-    } catch {
-      // no /dev/shm listing: registered names only
-    }
+    // With the names it created whose registration it had no time to send (killed within a turn).
+    const names = this.#createdBy(pid, proc.names);
     for (const name of names) {
       if (!NAME_PATTERN.test(name)) continue;
       const st = this.#state(name);
