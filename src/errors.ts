@@ -440,3 +440,11 @@ export class OwnerDiedWarning extends Error {
     super(message);
   }
 }
+/**
+ * A new shared segment would take one of the last memory mappings the kernel allows this
+ * process (vm.max_map_count), which Node needs for its own heap (NOTE [Mapping budget]).
+ */
+export class TooManyMappingsError extends Error {
+  readonly code = 'ERR_TP_TOO_MANY_MAPPINGS';
+  override name = 'TooManyMappingsError';
+}

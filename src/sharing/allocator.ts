@@ -7,6 +7,7 @@ import { DECAY_TICKS, HOUSEKEEPING_MS, SegmentCache } from './segment-cache.js';
 import { ReceiveCache } from './receive-cache.js';
 import type { Segment } from './segment.js';
 import { onShed, releaseReceived } from './descriptors.js';
+import { onMappingsShort } from './mappings.js';
 
 /** A lease buffer that never reached user code, and its state, kept for the next lease. */
 export interface Spare {
@@ -17,6 +18,7 @@ export interface Spare {
 export const cache = new SegmentCache<Spare>();
 export const received = new ReceiveCache<Spare>();
 onShed(() => cache.clear()); // NOTE [Kept descriptors]: free and busy segments go first
+onMappingsShort(() => emptySegmentCaches()); // NOTE [Mapping budget]
 
 // NOTE [Dead holders], NOTE [Cache decay] (segment-cache.ts): looked at while anything is
 // cached or parked; the timer never keeps the process alive, and stops when all is empty.

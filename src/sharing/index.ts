@@ -6,3 +6,4 @@ export { cache as segmentCache, received as receiveCache, Lease } from './alloca
 export { exportStorage, importStorage, abandonExport, emptyCache } from './handle.js';
 export type { StorageHandle, ExportedStorage } from './handle.js';
 export { shedDescriptors, takeReserve, giveReserve, ensureReserve, keptCount } from './descriptors.js';
+export { hasMappingRoom, mappingsError, mappedSegments } from './mappings.js';

@@ -32,6 +32,7 @@ import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, initHeader, claimSlot,
 import { managerClient } from './manager/client.js';
 import { debug } from '../debug.js';
 import { unmappedReceived } from './descriptors.js';
+import { ensureMappingRoom, noteSegmentMapped, noteSegmentUnmapped } from './mappings.js';
 
 export { HEADER_BYTES } from './segment-header.js';
 
@@ -71,6 +72,7 @@ export class Segment {
     this.mapping = mapping;
     this.header = new Int32Array(addon.sharedBuffer(mapping, 0, HEADER_BYTES));
     this.#fd = fd;
+    noteSegmentMapped(); // NOTE [Mapping budget]
   }
 
   /** A new segment with room for `capacity` bytes, refcount 1 (this process). */
@@ -80,6 +82,7 @@ export class Segment {
     let name: string | null = null;
     const what = `allocating a ${capacity}-byte shared segment (${strategy})`;
     checkRoom(strategy, size);
+    ensureMappingRoom(what); // NOTE [Mapping budget]
     try {
       if (strategy === 'file_system') {
         name = newName();
@@ -182,6 +185,7 @@ export class Segment {
         `A handle claims ${nbytes} bytes but its segment holds ${Math.max(0, size - HEADER_BYTES)}: the handle is corrupt or not from tensorproc.`,
       );
     }
+    ensureMappingRoom('mapping a received shared segment'); // NOTE [Mapping budget]
     let mapping: NativeMapping;
     try {
       mapping = addon.map(fd, size);
@@ -330,6 +334,7 @@ export class Segment {
   unmap(): void {
     if (this.#unmapped) return;
     this.#unmapped = true;
+    noteSegmentUnmapped();
     if (this.name !== null) managerClient.noteUnmapped(this.name);
     if (this.#fd !== null) {
       addon.close(this.#fd);

@@ -23,7 +23,7 @@ import { Watcher } from './watcher.js';
 import { settled } from './turns.js';
 import { isMainThread } from 'node:worker_threads';
 import { transportAddon } from './native.js';
-import { ensureReserve, giveReserve, shedDescriptors, takeReserve } from '../sharing/index.js';
+import { ensureReserve, giveReserve, hasMappingRoom, mappingsError, shedDescriptors, takeReserve } from '../sharing/index.js';
 
 export const NOTHING: unique symbol = Symbol('nothing');
 
@@ -280,6 +280,8 @@ export class Endpoint {
   receiveNow(): unknown {
     if (this.#closed) throw this.closedError();
     if (this.#ended) throw this.#endError();
+    // NOTE [Mapping budget]: refused before anything is taken, the message waits for a later receive.
+    if (!hasMappingRoom()) throw mappingsError(`Receiving on a ${this.#options.what} (nothing was taken)`);
     let n: number;
     try {
       n = this.#recv();
