@@ -101,7 +101,15 @@ export class Slots {
    */
   taken(): void {
     const w = this.#words;
-    Atomics.sub(w, COUNT, 1);
+    // Never below zero: a datagram no tensorproc process sent (a malformed one, dropped with
+    // a coded error) took no slot, and counting it would make qsize() negative and let the
+    // queue hold that many messages past maxsize for good. Every message of ours in the socket
+    // holds a slot, so COUNT is 0 only when the datagram was not one of them (a foreign
+    // datagram read ahead of a real one frees that one's slot early: one message more, once).
+    for (;;) {
+      const c = Atomics.load(w, COUNT);
+      if (c <= 0 || Atomics.compareExchange(w, COUNT, c, c - 1) === c) break;
+    }
     if (Atomics.load(w, WAITERS) > 0) this.#notify();
   }
 
