@@ -71,7 +71,14 @@ export class Queue<T = unknown> {
       if (options !== null && typeof options !== 'object' && typeof options !== 'number') {
         throw new InvalidArgumentError(`new Queue() takes a maxsize or { maxsize } (got ${typeof options === 'string' ? JSON.stringify(options) : String(options)}).`);
       }
-      const maxsize = checkMaxsize(typeof options === 'number' ? options : options?.maxsize);
+      let given: unknown;
+      try {
+        given = typeof options === 'number' ? options : options?.maxsize;
+      } catch (e) {
+        // A revoked Proxy (or a throwing getter) as the options: the caller's error, named.
+        throw new InvalidArgumentError(`new Queue() could not read its options (${(e as Error)?.message ?? String(e)}): pass a maxsize or { maxsize }.`, { cause: e });
+      }
+      const maxsize = checkMaxsize(given);
       let fds: [number, number];
       try {
         fds = addon.socketpair();

@@ -15,7 +15,13 @@ export interface TensorOptions {
 function options(opts: unknown): { info: DTypeInfo; shared: boolean } {
   if (opts === undefined) return { info: dtypeInfo('float32'), shared: false };
   if (opts === null || typeof opts !== 'object') throw new InvalidArgumentError(`options must be an object, got ${describe(opts)}.`);
-  const o = opts as TensorOptions;
+  let o: TensorOptions;
+  try {
+    // Read once: a revoked Proxy (or throwing getters) as the options is the caller's error, ours to name.
+    o = { dtype: (opts as TensorOptions).dtype, shared: (opts as TensorOptions).shared };
+  } catch (e) {
+    throw new InvalidArgumentError(`options could not be read (${(e as Error)?.message ?? String(e)}): pass a plain object such as { dtype: 'float32' }.`, { cause: e });
+  }
   if (o.shared !== undefined && typeof o.shared !== 'boolean') throw new InvalidArgumentError(`shared must be true or false, got ${describe(o.shared)}.`);
   return { info: dtypeInfo(o.dtype === undefined ? 'float32' : o.dtype), shared: o.shared === true };
 }

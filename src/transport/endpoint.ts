@@ -87,7 +87,14 @@ export function timeoutOption(options: unknown): number | null {
   if (typeof options !== 'object') {
     throw new InvalidArgumentError(`options must be an object such as { timeout: 1000 } (got ${typeof options === 'string' ? JSON.stringify(options) : String(options)}).`);
   }
-  return checkTimeout((options as { timeout?: unknown }).timeout);
+  let timeout: unknown;
+  try {
+    timeout = (options as { timeout?: unknown }).timeout;
+  } catch (e) {
+    // A revoked Proxy (or a throwing getter): the caller's error, named as such.
+    throw new InvalidArgumentError(`options could not be read (${(e as Error)?.message ?? String(e)}): pass a plain object such as { timeout: 1000 }.`, { cause: e });
+  }
+  return checkTimeout(timeout);
 }
 
 export function checkTimeout(timeout: unknown): number | null {

@@ -1,0 +1,37 @@
+// Options that cannot even be read (a revoked Proxy: every property access throws the engine's
+// TypeError) are the caller's error, refused with ERR_TP_INVALID_ARGUMENT and the engine's
+// error as the cause, and nothing is lost (found by the fault campaign's bad-input kind).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as mp from '../../src/index.js';
+import { checkLeaks } from '../helpers/leaks.js';
+import { isCoded } from '../helpers/errors.js';
+
+checkLeaks();
+
+function revoked(): any {
+  const r = Proxy.revocable({}, {});
+  r.revoke();
+  return r.proxy;
+}
+const refused = (e: any): true => isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT')(e) && (assert.ok(e.cause instanceof TypeError), true);
+
+test('tensor factories refuse options that cannot be read', () => {
+  assert.throws(() => mp.empty([2], revoked()), refused);
+  assert.throws(() => mp.zeros([2], revoked()), refused);
+  assert.throws(() => mp.full([2], 1, revoked()), refused);
+});
+
+test('new Queue(), put() and get() refuse options that cannot be read; the message waits for the next get', async () => {
+  assert.throws(() => new mp.Queue(revoked()), refused);
+  const q = new mp.Queue<string>();
+  try {
+    await assert.rejects(q.put('x', revoked()), refused);
+    assert.ok(q.empty(), 'a refused put sent nothing');
+    await q.put('kept');
+    await assert.rejects(q.get(revoked()), refused);
+    assert.equal(await q.get({ timeout: 10_000 }), 'kept');
+  } finally {
+    q.close();
+  }
+});
