@@ -163,7 +163,7 @@ function summary(outcomes: Outcome[]): string {
 }
 
 /** The kinds of a campaign and how often each comes: the kills most, the long ones least. */
-const WEIGHTS: Record<Kind, number> = { 'kill-producer': 4, 'kill-consumer': 4, 'kill-parent': 4, 'exactly-once': 1, 'holders-40': 0.5, 'low-fd': 1, 'shm-full': 1 };
+const WEIGHTS: Record<Kind, number> = { 'kill-producer': 4, 'kill-consumer': 4, 'kill-parent': 4, 'exactly-once': 1, 'holders-40': 0.5, 'low-fd': 1, 'shm-full': 1, garbage: 2, 'bad-input': 1, 'other-uid': 1, 'low-fd-consumer': 1 };
 
 async function main(): Promise<void> {
   const cli = new Command('faults')

@@ -19,15 +19,28 @@ import { Prng } from './prng.js';
 //  - low-fd: a producer under an open-file limit of 256 goes on while its consumer holds
 //    more tensors than that; a consumer under a limit of 128 gets ERR_TP_TOO_MANY_FILES and
 //    the message at its next get.
+//  - low-fd-consumer: a consumer under an open-file limit of 128 keeps what it gets; where it
+//    runs out, its get is ERR_TP_TOO_MANY_FILES and, once it lets go of some, the same
+//    message; every message once, in order.
 //  - shm-full: in a private tmpfs over /dev/shm (a mount namespace: needs root), a producer
 //    fills it while its consumer holds; it gets ERR_TP_SHM_FULL, and goes on once the
 //    consumer lets go.
+//  - garbage: this process writes into a channel's socket frames of real messages with bits
+//    flipped, cut short or lengthened, descriptors dropped or added, random bytes, empty
+//    datagrams; the consumer child gets a value or a coded error for each (no crash, no
+//    hang, no descriptor leaked), then the real message.
+//  - bad-input: random arguments through the public API (fast-check, from the seed), each
+//    built valid or wrong: a wrong one is refused with a coded error, a valid one works, no
+//    error is uncoded, nothing hangs, a refused get loses no message (trial-bad-input.ts).
+//  - other-uid: a peer of another user (uid 65534, root only) can neither open nor remove our
+//    segments, nor open our descriptors through /proc, nor reach our manager; files it makes
+//    under the names of a child of ours survive that child's SIGKILL (trial-other-uid.ts).
 // Every random choice (strategy, size, channel, maxsize, when to kill) comes from the seed.
 // The runner checks after every trial: it ended within its deadline (else: a hang, reported
 // with the parent's last phase and what was still running), its own checks passed, no
 // process of it is left, and nothing it made is left in /dev/shm after the graces.
 
-export const KINDS = ['kill-producer', 'kill-consumer', 'kill-parent', 'exactly-once', 'holders-40', 'low-fd', 'shm-full'] as const;
+export const KINDS = ['kill-producer', 'kill-consumer', 'kill-parent', 'exactly-once', 'holders-40', 'low-fd', 'shm-full', 'garbage', 'bad-input', 'other-uid', 'low-fd-consumer'] as const;
 export type Kind = (typeof KINDS)[number];
 
 export type Strategy = 'file_descriptor' | 'file_system';
@@ -75,6 +88,14 @@ export function planTrial(kind: Kind, seed: number): Params {
       return { ...base, channel: channel === 'Pipe' ? 'Queue' : channel, maxsize: 0, hold: r.int(1, 8), deadlineS: 150 };
     case 'low-fd':
       return { ...base, bytes: KIB, count: 600, deadlineS: 60 };
+    case 'garbage':
+      return { ...base, deadlineS: 60 };
+    case 'bad-input':
+      return { ...base, deadlineS: 120 };
+    case 'low-fd-consumer':
+      return { ...base, bytes: KIB, count: 400, deadlineS: 60 };
+    case 'other-uid':
+      return { ...base, channel: channel === 'Pipe' ? 'SimpleQueue' : channel, deadlineS: 60 };
     case 'shm-full':
       return { ...base, strategy: 'file_system', bytes: MIB4, count: 12, deadlineS: 60 };
     default:

@@ -2,6 +2,7 @@
 // tensor with its own id, consumers that check every tensor twice (when it arrives and again
 // before they let go of it, so that a segment reused under a holder shows) and mark what they
 // got in a shared tensor, and holders that keep what they got until they are killed.
+import { readdirSync } from 'node:fs';
 import * as mp from '../../src/index.js';
 
 /** The value every element of message `seq` of producer `from` holds. */
@@ -145,4 +146,106 @@ export async function produceAfter(i: number, ch: Channel, started: mp.Event, el
   if (!(await started.wait(20_000))) throw new Error('never told to start');
   started.close();
   await produce(i, ch, elements, count, 0);
+}
+
+export interface GarbageAck {
+  k: number;
+  /** A value arrived (its type), or the error's code, or an error without one. */
+  got?: string;
+  code?: string;
+  uncoded?: string;
+}
+
+function releaseAll(v: unknown): void {
+  if (v instanceof mp.Tensor) v.release();
+  else if (typeof v === 'object' && v !== null) for (const x of Object.values(v)) if (x instanceof mp.Tensor) x.release();
+}
+
+/** `n` gets of garbage (trial-garbage.ts), each acknowledged on `acks`; then the real message; then its descriptors. */
+export async function consumeGarbage(_i: number, ch: Channel, acks: mp.SimpleQueue<unknown>, n: number, maxsize: number): Promise<void> {
+  const openFds = (): number => readdirSync('/proc/self/fd').length;
+  const fdsBefore = openFds();
+  for (let k = 0; k < n; k++) {
+    try {
+      const v = await get(ch);
+      releaseAll(v);
+      await acks.put({ k, got: typeof v } satisfies GarbageAck);
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      if (typeof code === 'string' && code.startsWith('ERR_TP_')) await acks.put({ k, code } satisfies GarbageAck);
+      else await acks.put({ k, uncoded: String((e as Error)?.stack ?? e).slice(0, 400) } satisfies GarbageAck);
+    }
+  }
+  const last = await get(ch);
+  if (JSON.stringify(last) !== '{"final":true}') throw new Error(`the real message came as ${JSON.stringify(last)}`);
+  mp.emptyCache();
+  // A bounded queue, emptied, takes maxsize messages and no more: garbage took no slot, so
+  // none may be given back for it (qsize() cannot tell: it never shows less than 0).
+  let room: number | null = null;
+  if (ch instanceof mp.Queue && maxsize > 0) {
+    room = 0;
+    try {
+      while (room <= maxsize) await ch.put(room, { timeout: 0 }), room++;
+    } catch (e) {
+      if (!(e instanceof mp.QueueFullError)) throw e;
+    }
+    for (let k = 0; k < room; k++) await ch.get({ timeout: 10_000 });
+  }
+  await acks.put({ fdsBefore, fdsAfter: openFds(), room });
+  for (const x of [ch, acks]) x.close();
+}
+
+/**
+ * Takes `n` tensors from `ch` and keeps them, makes one shared tensor of its own (a name with
+ * its pid under file_system), says which names are its own on `out`, and waits to be killed.
+ */
+export async function holdAndMake(_i: number, ch: Channel, out: mp.SimpleQueue<unknown>, n: number): Promise<void> {
+  const held: unknown[] = [];
+  for (let k = 0; k < n; k++) held.push(await get(ch));
+  held.push(mp.zeros([1024], { dtype: 'int32', shared: true }));
+  const own = readdirSync('/dev/shm').filter((name) => name.startsWith(`tensorproc_${process.pid}_`));
+  await out.put({ own });
+  setInterval(() => held.length, 2 ** 30); // alive until killed (see holdUntilKilled)
+  await new Promise(() => {});
+}
+
+/**
+ * A consumer under a low open-file limit (the parent lowers it before `started`): takes
+ * `count` messages of producer 0 and keeps their tensors; a get out of descriptors must be
+ * ERR_TP_TOO_MANY_FILES with the message still there, so it lets go of half of what it
+ * holds and gets again, expecting the very message it was refused.
+ */
+export async function consumeUnderLimit(_i: number, ch: Channel, out: mp.SimpleQueue<unknown>, started: mp.Event, elements: number, count: number): Promise<void> {
+  if (!(await started.wait(20_000))) throw new Error('never told to start');
+  const held: mp.Tensor[] = [];
+  const problems: string[] = [];
+  let errors = 0;
+  let mostHeld = 0;
+  for (let seq = 0; seq < count && problems.length < 5; ) {
+    let m: unknown;
+    try {
+      m = await get(ch);
+    } catch (e) {
+      if (!(e instanceof mp.TooManyFilesError) || e.code !== 'ERR_TP_TOO_MANY_FILES') {
+        problems.push(`get: ${(e as { code?: string }).code ?? ''} ${String(e)}`);
+        continue;
+      }
+      if (++errors > 50) {
+        problems.push(`get: still out of descriptors after ${errors} tries, holding ${held.length}`);
+        break;
+      }
+      for (const x of held.splice(0, Math.ceil(held.length / 2))) x.release();
+      mp.emptyCache();
+      continue;
+    }
+    const bad = checkMessage(m, elements);
+    if (bad !== null) problems.push(bad);
+    else if ((m as Message).seq !== seq) problems.push(`message ${(m as Message).seq} where ${seq} was due`);
+    else held.push((m as Message).t);
+    mostHeld = Math.max(mostHeld, held.length);
+    seq++;
+  }
+  for (const x of held) x.release();
+  await out.put({ problems, errors, mostHeld });
+  for (const x of [ch, out, started]) x.close();
 }

@@ -6,7 +6,7 @@ import * as mp from '../../src/index.js';
 import { segmentMemory } from '../../test/helpers/segments.js';
 import { waitFor } from '../../test/helpers/wait.js';
 import { Prng } from './prng.js';
-import { checkMessage, get, put } from './targets.js';
+import { checkMessage, get, put, stamp } from './targets.js';
 import { elementsOf, joinClean, joinKilled, makeChannel, target, type Trial } from './trial-kit.js';
 
 function usage(): { fds: number; mapped: number; resident: number; names: number } {
@@ -94,6 +94,34 @@ export async function lowFd(t: Trial): Promise<void> {
   await joinClean(t, prod, 'producer under 256 descriptors');
   for (const x of held) x.release();
   ch.close();
+  started.close();
+}
+
+/** A consumer under an open-file limit of 128: ERR_TP_TOO_MANY_FILES where it runs out, and every message once, in order. */
+export async function lowFdConsumer(t: Trial): Promise<void> {
+  const p = t.p;
+  const ch = makeChannel(p);
+  const out = new mp.SimpleQueue<{ problems: string[]; errors: number; mostHeld: number }>();
+  const started = new mp.Event();
+  const cons = mp.spawn(target('consumeUnderLimit'), { args: [ch.consumerEnd, out, started, elementsOf(p), p.count], join: false });
+  t.phase('started', { consumer: cons.pids() });
+  execFileSync('prlimit', ['--pid', String(cons.pids()[0]), '--nofile=128:128']);
+  started.set();
+  const producing = (async () => {
+    for (let seq = 0; seq < p.count; seq++) {
+      const x = mp.empty([elementsOf(p)], { dtype: 'int32', shared: true }).fill(stamp(0, seq));
+      await put(ch.producerEnd, { from: 0, seq, t: x });
+      x.release();
+    }
+  })();
+  const r = await out.get();
+  await producing;
+  for (const pr of r.problems) t.fail(pr.startsWith('get:') ? 'get-error' : pr.includes(' where ') ? 'duplicate-or-order' : 'corrupt', `consumer under 128 descriptors: ${pr}`);
+  t.stats.tooManyFiles = r.errors;
+  t.stats.mostHeld = r.mostHeld;
+  await joinClean(t, cons, 'consumer under 128 descriptors');
+  ch.close();
+  out.close();
   started.close();
 }
 

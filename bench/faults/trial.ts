@@ -7,7 +7,10 @@ import * as mp from '../../src/index.js';
 import { KINDS, planTrial, type Kind } from './plan.js';
 import { Trial } from './trial-kit.js';
 import { exactlyOnce, killConsumer, killParent, killProducer } from './trial-kills.js';
-import { holders40, lowFd, shmFull } from './trial-limits.js';
+import { garbage } from './trial-garbage.js';
+import { badInput } from './trial-bad-input.js';
+import { otherUid } from './trial-other-uid.js';
+import { holders40, lowFd, lowFdConsumer, shmFull } from './trial-limits.js';
 
 const RUN: Record<Kind, (t: Trial) => Promise<void>> = {
   'kill-producer': killProducer,
@@ -16,7 +19,11 @@ const RUN: Record<Kind, (t: Trial) => Promise<void>> = {
   'exactly-once': exactlyOnce,
   'holders-40': holders40,
   'low-fd': lowFd,
+  'low-fd-consumer': lowFdConsumer,
   'shm-full': shmFull,
+  garbage,
+  'bad-input': badInput,
+  'other-uid': otherUid,
 };
 
 async function main(): Promise<void> {
