@@ -28,18 +28,23 @@ function options(opts: unknown): { info: DTypeInfo; shared: boolean } {
 
 /**
  * A new contiguous tensor whose contents are unspecified, as torch.empty: with
- * `shared: true` it may be a recycled segment holding an earlier tensor's bytes.
+ * `shared: true` it may be a recycled segment holding an earlier tensor's bytes, and
+ * private memory may hold what this process freed before (NOTE [Uninitialized private memory]).
  */
 export function empty(shape: readonly number[] | number, opts?: TensorOptions): Tensor {
+  return make(shape, opts, false);
+}
+
+function make(shape: readonly number[] | number, opts: TensorOptions | undefined, zero: boolean): Tensor {
   const { info, shared } = options(opts);
   const dims = checkShape(shape);
   const nbytes = numelOf(dims, info.itemsize) * info.itemsize;
-  return new Tensor(Storage.allocate(nbytes, shared), info, dims);
+  return new Tensor(Storage.allocate(nbytes, shared, zero), info, dims);
 }
 
 export function zeros(shape: readonly number[] | number, opts?: TensorOptions): Tensor {
-  const t = empty(shape, opts);
-  // Plain ArrayBuffers are born zeroed, and so is a segment just made; a recycled one is not.
+  const t = make(shape, opts, true);
+  // Private memory is allocated zeroed (calloc), and so is a segment just made; a recycled one is not.
   // fill() streams a large one (NOTE [Streaming fill]).
   if (t.isShared() && t.storage.backing?.zeroed !== true) t.fill(0);
   return t;

@@ -12,7 +12,21 @@
 // tensorproc's own methods touched cannot be seen by anyone after release (every tensor
 // method checks the storage first), so it is kept and reused with the segment: a recycled
 // allocation then costs no native call at all.
+import { constants as bufferConstants } from 'node:buffer';
 import { InvalidShapeError, ReleasedError } from '../errors.js';
+
+// NOTE [Uninitialized private memory]
+// `new ArrayBuffer(n)` is calloc: glibc zeroes every chunk it hands out from a heap that
+// was used before, which is what a process making one sample after another has (a
+// DataLoader worker's heap is kept, NOTE [Worker malloc]), and the zeroing costs as much as
+// the write the caller is about to do: W4's 32 samples of 3x224x224 float32, made with
+// empty() then fill(), took 8-9 ms a batch (median of 60, copy into the batch included)
+// against 4.4-5.4 with memory left as it was. torch.empty is malloc for the same reason.
+// So empty() and clone(), whose every byte the caller or the copy writes next, take
+// Buffer.allocUnsafeSlow's memory (malloc, not from Buffer's pool: the ArrayBuffer is the
+// storage's alone); zeros() and everything else keep calloc. Past Buffer's size limit
+// (4 GiB on Node 20) it is calloc again.
+const MAX_LENGTH = bufferConstants.MAX_LENGTH;
 
 export interface SharedBacking {
   readonly buffer: ArrayBuffer;
@@ -52,15 +66,19 @@ export class Storage {
     this.#backing = backing;
   }
 
-  /** A new storage: zero-filled, or in shared memory when `shared` (then, if recycled, holding old bytes). */
-  static allocate(nbytes: number, shared: boolean): Storage {
+  /**
+   * A new storage in shared memory when `shared` (then, if recycled, holding old bytes), else
+   * process-private: zero-filled, or with `zero: false` holding whatever the memory held
+   * (NOTE [Uninitialized private memory]).
+   */
+  static allocate(nbytes: number, shared: boolean, zero = true): Storage {
     if (shared) {
       const b = allocateShared(nbytes);
       return new Storage(b.buffer, 0, nbytes, b);
     }
     let buffer: ArrayBuffer;
     try {
-      buffer = new ArrayBuffer(nbytes);
+      buffer = !zero && nbytes <= MAX_LENGTH ? Buffer.allocUnsafeSlow(nbytes).buffer as ArrayBuffer : new ArrayBuffer(nbytes);
     } catch (e) {
       throw new InvalidShapeError(`Cannot allocate ${nbytes} bytes of memory (${(e as Error).message}). Use a smaller shape.`);
     }

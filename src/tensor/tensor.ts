@@ -186,7 +186,8 @@ export class Tensor {
 
   /** A contiguous copy in new, process-private memory (as torch's clone()). */
   clone(): Tensor {
-    const out = new Tensor(Storage.allocate(this.#numel * this.#info.itemsize, false), this.dtype, this.shape);
+    // Every element is copied next: no need for zeroed memory (NOTE [Uninitialized private memory]).
+    const out = new Tensor(Storage.allocate(this.#numel * this.#info.itemsize, false, false), this.dtype, this.shape);
     return out.copy(this);
   }
 

@@ -24,6 +24,25 @@ describe('factories and dtypes', () => {
     assert.equal(mp.empty([3, 0]).numel(), 0);
   });
 
+  test('empty() leaves private memory as it was (torch.empty), zeros() always zeroes it', () => {
+    // NOTE [Uninitialized private memory]: empty() takes malloc'd memory, so what the process
+    // freed before may show through; zeros() must not. Freed bytes of 0xff first, then both.
+    for (let k = 0; k < 64; k++) mp.empty([4096], { dtype: 'uint8' }).fill(255);
+    for (const n of [1, 7, 4096, 1 << 20]) {
+      globalThis.gc?.();
+      const z = mp.zeros([n], { dtype: 'uint8' });
+      assert.ok((z.data as Uint8Array).every((b) => b === 0), `zeros([${n}]) is all zeros`);
+    }
+    // Each empty() owns its whole ArrayBuffer (Buffer.allocUnsafeSlow, never Buffer's shared pool).
+    const a = mp.empty([3], { dtype: 'uint8' }).fill(1);
+    const b = mp.empty([3], { dtype: 'uint8' }).fill(2);
+    assert.notEqual(a.storage.buffer, b.storage.buffer);
+    assert.equal(a.storage.buffer.byteLength, 3);
+    assert.deepEqual([a.toArray(), b.toArray()], [[1, 1, 1], [2, 2, 2]]);
+    const c = mp.tensor([1, 2, 3, 4, 5, 6], { shape: [2, 3] }).transpose(0, 1).clone();
+    assert.deepEqual(c.toArray(), [[1, 4], [2, 5], [3, 6]], 'clone() writes every element of its new memory');
+  });
+
   test('all 13 dtypes store and read back', () => {
     const cases: [mp.DType, mp.Scalar, mp.Scalar][] = [
       ['float32', 1.5, 1.5], ['float64', 1 / 3, 1 / 3], ['int8', -5, -5], ['uint8', 250, 250],
