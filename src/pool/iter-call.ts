@@ -1,7 +1,7 @@
 // imap and imapUnordered as a Call (pool-calls.ts): an async iterator over the results that
 // reads its input lazily.
 import { MODE_ITEM } from './pool-messages.js';
-import { Call, type CallHost } from './pool-calls.js';
+import { Call, type CallHost, type Taken } from './pool-calls.js';
 
 interface Waiter {
   resolve(r: IteratorResult<unknown>): void;
@@ -54,12 +54,12 @@ export class IterCall extends Call implements AsyncIterableIterator<unknown> {
     }
   }
 
-  take(items: unknown[]): number {
-    if (this.exhausted || this.settled || this.#taken - this.#consumed >= this.#ahead) return -1;
-    const start = items.length;
+  take(): Taken | null {
+    if (this.exhausted || this.settled || this.#taken - this.#consumed >= this.#ahead) return null;
+    const items: unknown[] = [];
     try {
       if (this.#sync !== null) {
-        while (items.length - start < this.chunkLen) {
+        while (items.length < this.chunkLen) {
           const r = this.#sync.next();
           if (r.done) {
             this.#sourceDone = true;
@@ -70,23 +70,22 @@ export class IterCall extends Call implements AsyncIterableIterator<unknown> {
       } else {
         if (this.#buffered.length < this.chunkLen && !this.#sourceDone) {
           this.#read();
-          return -1;
+          return null;
         }
         const n = Math.min(this.chunkLen, this.#buffered.length);
         for (let i = 0; i < n; i++) items.push(this.#buffered[i]);
         this.#buffered.splice(0, n);
       }
     } catch (e) {
-      items.length = start;
       this.#inputFailed(e);
-      return -1;
+      return null;
     }
     if (this.#sourceDone && this.#buffered.length === 0) this.exhausted = true;
-    if (items.length === start) {
+    if (items.length === 0) {
       this.#maybeFinish();
-      return -1;
+      return null;
     }
-    return this.#taken++;
+    return { call: this, index: this.#taken++, kept: this.chunkLen === 1 ? items[0] : items, items };
   }
 
   /** Reads an async input ahead, into #buffered, up to what the consumer allows. */
@@ -122,9 +121,8 @@ export class IterCall extends Call implements AsyncIterableIterator<unknown> {
     this.#maybeFinish();
   }
 
-  resend(items: unknown[], _index: number, kept: unknown): void {
-    if (this.chunkLen === 1) items.push(kept);
-    else for (const x of kept as unknown[]) items.push(x);
+  resend(_index: number, kept: unknown): ArrayLike<unknown> {
+    return this.chunkLen === 1 ? [kept] : (kept as unknown[]);
   }
 
   done(index: number, values: ArrayLike<unknown>, at: number, n: number): void {

@@ -1,6 +1,6 @@
 // map, starmap and apply as a Call (pool-calls.ts): the input an array, the results one promise.
-import { MODE_ITEM, MODE_STAR } from './pool-messages.js';
-import { Call, type CallHost } from './pool-calls.js';
+import { MODE_ITEM, MODE_STAR, PACK_MIN, packRange } from './pool-messages.js';
+import { Call, type CallHost, type Taken } from './pool-calls.js';
 
 /**
  * map, starmap (results in order, one promise) and apply (one result). The input is an
@@ -35,18 +35,18 @@ export class ListCall extends Call {
     }
   }
 
-  take(items: unknown[]): number {
-    if (this.#next >= this.#chunks) return -1;
+  take(): Taken | null {
+    if (this.#next >= this.#chunks) return null;
     const index = this.#next++;
     if (this.#next === this.#chunks) this.exhausted = true;
-    this.resend(items, index);
-    return index;
+    return { call: this, index, kept: undefined, items: this.resend(index) };
   }
 
-  resend(items: unknown[], index: number): void {
+  /** A long chunk of numbers packed straight from the input (NOTE [Packed numbers]), else a slice of it. */
+  resend(index: number): ArrayLike<unknown> {
     const from = index * this.chunkLen;
     const to = Math.min(from + this.chunkLen, this.#src.length);
-    for (let i = from; i < to; i++) items.push(this.#src[i]);
+    return (to - from >= PACK_MIN ? packRange(this.#src, from, to) : null) ?? this.#src.slice(from, to);
   }
 
   override lengthOf(index: number): number {

@@ -14,6 +14,16 @@ export interface CallHost {
   cancel(call: Call, kill: boolean): void;
 }
 
+/** A chunk taken from a call, on its way to a worker. */
+export interface Taken {
+  readonly call: Call;
+  readonly index: number;
+  /** What the scheduler keeps to send the chunk again (retains): its item, or its items. */
+  readonly kept: unknown;
+  /** An array, or packed numbers (NOTE [Packed numbers]): read, never written. */
+  readonly items: ArrayLike<unknown>;
+}
+
 export abstract class Call {
   /** Set by the scheduler: the call's slot in the control block, and its generation there. */
   slot = NO_SLOT;
@@ -39,10 +49,10 @@ export abstract class Call {
     readonly retains: boolean,
   ) {}
 
-  /** Appends the next chunk's items to `items` and returns its index; -1 when there is none now. */
-  abstract take(items: unknown[]): number;
-  /** Appends the items of chunk `index` again, for a resend; `kept` is what take() left (retains). */
-  abstract resend(items: unknown[], index: number, kept: unknown): void;
+  /** The next chunk; null when there is none now. */
+  abstract take(): Taken | null;
+  /** The items of chunk `index` again, for a resend; `kept` is what take() kept of them (retains). */
+  abstract resend(index: number, kept: unknown): ArrayLike<unknown>;
   /** How many items chunk `index` has; for a call that retains, one, or as many as `kept` holds. */
   lengthOf(_index: number, kept: unknown): number {
     return this.chunkLen === 1 ? 1 : (kept as unknown[]).length;

@@ -9,12 +9,12 @@ import type { SerializedError } from '../process/messages.js';
 import { WorkerSet, type WorkerExit } from './worker-set.js';
 import { ControlBlock } from './control-block.js';
 import { rebuildTaskError } from './task-error.js';
-import type { Call, CallHost } from './pool-calls.js';
+import type { Call, CallHost, Taken } from './pool-calls.js';
 import type { PoolWorkerStart } from './pool-worker.js';
 import { MASK, WorkerState } from './pool-worker-state.js';
 import { stopRunning } from './pool-aborts.js';
 import {
-  CALL_SLOTS, DONE, FAILED, GROUP_FIELDS, INIT_FAILED, MAX_BATCH, MODE_ABORTABLE, NO_SLOT, OK, READY, RUN, TARGET, controlWords, genWord, packNumbers,
+  CALL_SLOTS, DONE, FAILED, GROUP_FIELDS, INIT_FAILED, MAX_BATCH, MODE_ABORTABLE, NO_SLOT, OK, READY, RUN, TARGET, controlWords, genWord, joinItems,
 } from './pool-messages.js';
 
 const MAIN = { module: new URL(`./pool-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url), export: 'main' };
@@ -245,9 +245,7 @@ export class Scheduler implements CallHost {
       }
       this.#retry.splice(r, 1);
       if (call.abortable) only = call;
-      const items: unknown[] = [];
-      call.resend(items, index, kept);
-      out.push({ call, index, kept, items });
+      out.push({ call, index, kept, items: call.resend(index, kept) });
     }
     for (let q = 0; q < this.#queue.length && out.length < max; ) {
       const call = this.#queue[q]!;
@@ -255,9 +253,8 @@ export class Scheduler implements CallHost {
         q++;
         continue;
       }
-      const items: unknown[] = [];
-      const index = call.take(items);
-      if (index < 0) {
+      const t = call.take();
+      if (t === null) {
         q++; // nothing from it now: the next call's chunks may go
         this.#checkDone(call);
         continue;
@@ -265,7 +262,7 @@ export class Scheduler implements CallHost {
       call.inFlight++;
       this.#outstanding++;
       if (call.abortable) only = call;
-      out.push({ call, index, kept: call.chunkLen === 1 ? items[0] : items, items });
+      out.push(t);
     }
     return out;
   }
@@ -279,24 +276,26 @@ export class Scheduler implements CallHost {
       w.targets.add(t.call.target);
     }
     const msg: unknown[] = [RUN, w.nextSeq];
-    let group: unknown[] | null = null;
+    let parts: ArrayLike<unknown>[] = [];
     let groupCall: Call | null = null;
+    let full = false;
     let at = 0;
     for (const t of taken) {
       const c = t.call;
       // A chunk continues the group of the chunk before it if it is of the same call, and
       // that one was full (only a group's last chunk may be short).
-      if (groupCall !== c || (msg[at + 5] as number) * c.chunkLen !== group!.length) {
+      if (groupCall !== c || !full) {
         at = msg.length;
-        group = [];
+        parts = [];
         groupCall = c;
-        msg.push(c.target, c.slot, c.gen, c.mode | (c.abortable ? MODE_ABORTABLE : 0), c.chunkLen, 0, group);
+        msg.push(c.target, c.slot, c.gen, c.mode | (c.abortable ? MODE_ABORTABLE : 0), c.chunkLen, 0, parts);
       }
-      for (const x of t.items) group!.push(x);
+      parts.push(t.items);
+      full = t.items.length === c.chunkLen;
       msg[at + 5] = (msg[at + 5] as number) + 1;
     }
     // NOTE [Packed numbers]: a long group of numbers travels as one typed array.
-    for (let g = 2 + GROUP_FIELDS - 1; g < msg.length; g += GROUP_FIELDS) msg[g] = packNumbers(msg[g] as unknown[]);
+    for (let g = 2 + GROUP_FIELDS - 1; g < msg.length; g += GROUP_FIELDS) msg[g] = joinItems(msg[g] as ArrayLike<unknown>[]);
     try {
       return encodeMessage(msg);
     } catch (e) {
@@ -492,13 +491,6 @@ export class Scheduler implements CallHost {
   pending(): Call[] {
     return [...this.#active].filter((c) => !c.settled);
   }
-}
-
-interface Taken {
-  call: Call;
-  index: number;
-  kept: unknown;
-  items: unknown[];
 }
 
 /** What a chunk lost with its worker rejects with: how the worker ended (exit code 0 included, mid-task). */

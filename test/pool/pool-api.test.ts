@@ -43,9 +43,13 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
         for await (const x of pool.imap(task('same'), items, { chunksize: 2_000 })) out.push(x);
         items.forEach((x, i) => assert.ok(Object.is(out[i], x), `imap item ${i}`));
       }
-      // A long chunk with one item that is not a number travels as it is.
+      // A long chunk with one item that is not a number travels as it is, whether the numbers
+      // before it were all int32s or not.
       const mixed = [...range(2_000), 'two thousand', { n: 1 }];
       assert.deepEqual(await pool.map(task('same'), mixed, { chunksize: 5_000 }), mixed);
+      const mixedFloats = [...range(2_000), 0.5, -0, 'two thousand'];
+      const backMixed = await pool.map(task('same'), mixedFloats, { chunksize: 5_000 });
+      mixedFloats.forEach((x, i) => assert.ok(Object.is(backMixed[i], x), `mixed item ${i}`));
     });
 
     it('map runs chunksize items together in one worker, and by default CPython\'s ceil(n / (4 × processes))', TIMEOUT, async () => {
