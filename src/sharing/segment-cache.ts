@@ -16,34 +16,8 @@
 // producer gets is then the one it wrote last, still in the CPU's caches; a stream of 1 MiB
 // tensors kept cycling through 64 segments (a queue's maxsize) instead writes to memory at
 // a third of the speed (64 MiB does not fit a 16 MiB L3: measured 22 µs vs 80-115 µs a fill).
-//
-// NOTE [Waiting for a segment]
-// A large segment is expensive to make and cheap to wait for. Making one costs its creation
-// (posix_fallocate zeroes every page, then the mapping) and then, on first touch, a page fault
-// per 4 KiB page: on these VMs creating takes 7-12 ms at 16 MiB and 37-45 ms at 64 MiB, and
-// the first fill of the fresh segment 13-16 ms and 55-65 ms more than a recycled one's (a
-// recycled 16 MiB fill: under 1 ms). A producer that sends a large tensor and asks for the
-// next one at once finds its last segment still in flight, and without waiting would make a
-// second one; a consumer that drops what it gets gives it back within a message's round trip
-// (tens of µs). So when a request of WAIT_MIN_BYTES or more finds no free segment but a busy
-// one of its class, the thread blocks on that segment's refcount (a futex: the process that
-// drops the count to 1 wakes it, NOTE [Reference slots] word 6) for at most what making a new
-// one would cost, then makes one (the rent-or-buy rule: never worse than twice the best choice
-// made knowing when the segment comes back; a consumer's garbage-collection pause of tens of
-// ms is then waited out, not paid for with a new segment). What making one costs is measured,
-// not assumed: every Segment.create() of a waiting class is timed, and the bound is the
-// class's running average of that (createCost) times FRESH_PER_CREATE, the first touch's
-// share, which the cache cannot time (the user's code does the touching) and which was
-// 2.3-2.6x the creation here at 16 and 64 MiB (1.8x at 4 MiB); a machine where pages come
-// cheaper (huge pages, a host without nested paging) gets a shorter bound by itself. Before
-// a class has been made once there is nothing of it to wait for; the fallback for that case
-// is FRESH_PAGE_US a page. Each wait in a row that runs out halves the next one's bound, for
-// a second from the first of them: a consumer that is this very thread (which cannot give
-// the segment back while we block) then costs at most twice the bound a second, and a
-// consumer that was slow once soon gets the full bound back. Waiting serialises producer and
-// consumer, which only pays when the fill dwarfs the round trip: hence the size floor. A class whose wait ran out (its
-// consumer keeps what it gets, or is this very thread) is not waited for again until one of
-// its busy segments is seen coming back.
+// A request of a large class that finds nothing free may wait for a busy segment of its class
+// to come back instead (NOTE [Waiting for a segment], segment-wait.ts).
 import { addon } from '../native/index.js';
 import { TooManyFilesError } from '../errors.js';
 import { getSharingStrategy, type SharingStrategy } from './strategy.js';
@@ -53,6 +27,7 @@ import { debug, debugEnabled } from '../debug.js';
 import { holders, reclaimSlots } from './segment-header.js';
 import { isAlive } from './manager/liveness.js';
 import { shedDescriptors } from './descriptors.js';
+import { SegmentWaits } from './segment-wait.js';
 
 const DEFAULT_MAX_BYTES = 512 * 2 ** 20;
 const MAX_BUSY = 1024;
@@ -61,16 +36,6 @@ const MAX_BUSY = 1024;
  * mapping, and small ones (empty tensors: class 0) would never reach the byte bound.
  */
 const MAX_FREE = 1024;
-/** Classes from this size wait for a busy segment (NOTE [Waiting for a segment]). */
-const WAIT_MIN_BYTES = 4 * 2 ** 20;
-/** How long waits that ran out in a row keep shortening the next ones (NOTE [Waiting for a segment]). */
-const RUN_OUT_WINDOW_MS = 1000;
-/** What a fresh segment costs against its creation alone: creation, then first touch (NOTE [Waiting for a segment]). */
-export const FRESH_PER_CREATE = 2.4;
-/** A fresh page (creation and first touch) on the project's VMs: the bound for a class not yet timed. */
-const FRESH_PAGE_US = 3.5;
-/** Weight of the newest timing in a class's running average of Segment.create(). */
-const CREATE_EWMA = 0.25;
 
 function maxCachedBytes(): number {
   const v = Number(process.env.TENSORPROC_CACHE_BYTES);
@@ -145,18 +110,12 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
   // One-entry memo of sizeClass(): a stream of tensors is usually one size.
   #lastBytes = -1;
   #lastClass = 0;
-  /** Classes whose last wait ran out (NOTE [Waiting for a segment]). */
-  #noWait = new Set<number>();
-  /** Waits in a row that ran out, per class, since when: each halves the next wait's bound, for RUN_OUT_WINDOW_MS. */
-  #runOuts = new Map<number, { count: number; since: number }>();
-  /** Running average of Segment.create() per waiting class, ms (NOTE [Waiting for a segment]). */
-  #createMs = new Map<number, number>();
+  /** NOTE [Waiting for a segment]: whether, and how long, a large request waits for a busy segment. */
+  readonly waits = new SegmentWaits();
   #sinceFullPass = 0;
   #tick = 0;
-  /** Counters for tests: segments made, requests that waited for one, waits that ran out, dead holders' references taken back. */
+  /** Counters for tests: segments made, dead holders' references taken back. */
   created = 0;
-  waited = 0;
-  waitsRunOut = 0;
   reclaimed = 0;
 
   /** A segment of this process with room for `nbytes`, refcount 1: recycled when possible. */
@@ -181,7 +140,7 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
       if (debugEnabled) debug('segment recycled: %s, %d bytes', strategy, cls);
       return entry;
     }
-    if (cls >= WAIT_MIN_BYTES && !this.#noWait.has(cls)) {
+    if (this.waits.wants(cls)) {
       const entry = this.#waitForBusy(cls, strategy);
       if (entry !== null) {
         if (debugEnabled) debug('segment recycled after waiting for it to come back: %s, %d bytes', strategy, cls);
@@ -189,62 +148,24 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
       }
     }
     this.created++;
-    const t0 = cls >= WAIT_MIN_BYTES ? performance.now() : 0;
-    let segment: Segment;
-    try {
-      segment = Segment.create(strategy, cls);
-    } catch (e) {
-      // Out of descriptors: what is kept for reuse goes first (NOTE [Kept descriptors]).
-      if (!(e instanceof TooManyFilesError) || shedDescriptors() === 0) throw e;
-      segment = Segment.create(strategy, cls);
-    }
-    if (cls >= WAIT_MIN_BYTES) {
-      const ms = performance.now() - t0;
-      const avg = this.#createMs.get(cls);
-      this.#createMs.set(cls, avg === undefined ? ms : avg + CREATE_EWMA * (ms - avg));
-    }
+    const segment = this.waits.timeCreate(cls, () => {
+      try {
+        return Segment.create(strategy, cls);
+      } catch (e) {
+        // Out of descriptors: what is kept for reuse goes first (NOTE [Kept descriptors]).
+        if (!(e instanceof TooManyFilesError) || shedDescriptors() === 0) throw e;
+        return Segment.create(strategy, cls);
+      }
+    });
     return { segment, spare: null, fresh: true };
   }
 
-  /** The running average of Segment.create() for class `cls`, ms; undefined until one is made (or below the waiting floor). */
-  createCostMs(cls: number): number | undefined {
-    return this.#createMs.get(cls);
-  }
-
-  /**
-   * How long a request of class `cls` waits for a busy segment before making one: what a fresh
-   * one costs (NOTE [Waiting for a segment]), or TENSORPROC_SEGMENT_WAIT_MS.
-   */
-  waitBoundMs(cls: number): number {
-    const env = process.env.TENSORPROC_SEGMENT_WAIT_MS;
-    if (env !== undefined && env !== '' && Number(env) >= 0) return Number(env);
-    const created = this.#createMs.get(cls);
-    return created !== undefined ? created * FRESH_PER_CREATE : ((cls / 4096) * FRESH_PAGE_US) / 1000;
-  }
-
-  /** The oldest busy segment of the class once it is free, or null if it did not come back in time. */
+  /** The oldest busy segment of the class once it is free, or null if there is none or it did not come back in time. */
   #waitForBusy(cls: number, strategy: SharingStrategy): CacheEntry<S> | null {
     const busy = this.#busy;
     const i = busy.findIndex((e) => e.segment.capacity === cls && e.segment.strategy === strategy && e.checkBuffers !== true);
-    if (i < 0) return null;
-    const entry = busy[i]!;
-    const now = performance.now();
-    let streak = this.#runOuts.get(cls);
-    if (streak !== undefined && now - streak.since > RUN_OUT_WINDOW_MS) {
-      this.#runOuts.delete(cls);
-      streak = undefined;
-    }
-    if (!entry.segment.waitFree(this.waitBoundMs(cls) / 2 ** (streak?.count ?? 0))) {
-      this.#noWait.add(cls);
-      if (streak === undefined) this.#runOuts.set(cls, { count: 1, since: now });
-      else streak.count = Math.min(streak.count + 1, 30);
-      this.waitsRunOut++;
-      return null;
-    }
-    busy.splice(i, 1); // waitFree blocked this thread: nothing moved in the list meanwhile
-    this.#runOuts.delete(cls);
-    this.waited++;
-    return entry;
+    if (i < 0 || !this.waits.wait(cls, busy[i]!.segment)) return null;
+    return busy.splice(i, 1)[0]!; // the wait blocked this thread: nothing moved in the list meanwhile
   }
 
   /** A segment whose lease ended in this process. */
@@ -293,8 +214,7 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
       dropEntry(e);
     }
     this.#busy = [];
-    this.#noWait.clear(); // nothing of any class is in flight from here any more
-    this.#runOuts.clear();
+    this.waits.clear(); // nothing of any class is in flight from here any more
     return fds;
   }
 
@@ -403,7 +323,7 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
 
   #promote(entry: CacheEntry<S>): void {
     this.#makeFree(entry);
-    if (this.#noWait.size > 0) this.#noWait.delete(entry.segment.capacity);
+    this.waits.cameBack(entry.segment.capacity);
   }
 
   /**

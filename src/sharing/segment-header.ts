@@ -6,7 +6,7 @@
 // NOTE [Reference slots]
 // The header is one page, so tensor data starts page-aligned. Int32 words:
 //   0 magic · 1 version · 2 total references · 3 creator pid · 4-5 capacity (lo, hi)
-//   6 creator waiting for the total to fall (NOTE [Waiting for a segment], segment-cache.ts)
+//   6 creator waiting for the total to fall (NOTE [Waiting for a segment], segment-wait.ts)
 //   7 slots in use: no slot at or past it was ever claimed (0: not kept, by an older writer)
 //   8-15 reserved · 16.. SLOTS slots of two words (pid, count).
 // `total` is what NOTE [Segment lifetime] counts: holds by processes plus messages in

@@ -6,7 +6,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
 import { segmentCache } from '../../src/sharing/index.js';
-import { FRESH_PER_CREATE } from '../../src/sharing/segment-cache.js';
+import { FRESH_PER_CREATE } from '../../src/sharing/segment-wait.js';
 import { sizeClass } from '../../src/sharing/size-class.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
@@ -48,11 +48,11 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
         await q.put(t);
         t.release();
         const created = segmentCache.created;
-        const waited = segmentCache.waited;
+        const waited = segmentCache.waits.waited;
         t = mp.empty([BIG], { shared: true }).fill(k); // blocks until the consumer drops the last one
         assert.equal(segmentOf(t), seg, 'the segment that came back');
         assert.equal(segmentCache.created, created, 'no segment made');
-        assert.equal(segmentCache.waited, waited + 1);
+        assert.equal(segmentCache.waits.waited, waited + 1);
       }
       t.release();
       assert.equal(await ctx.join(), true);
@@ -93,17 +93,17 @@ test('a consumer that keeps what it gets: one wait runs out, then no more waits 
   await ctx.started;
   try {
     const segA = await sendBig(q);
-    const runOut = segmentCache.waitsRunOut;
+    const runOut = segmentCache.waits.runOut;
     const created = segmentCache.created;
     const b = mp.empty([BIG], { shared: true }); // a is held over there: the wait runs out
     assert.notEqual(segmentOf(b), segA);
-    assert.equal(segmentCache.waitsRunOut, runOut + 1);
+    assert.equal(segmentCache.waits.runOut, runOut + 1);
     assert.equal(segmentCache.created, created + 1);
     await q.put(b);
     b.release();
     assert.equal(await ready.wait(), true); // both are held now
     const c = mp.empty([BIG], { shared: true }); // two busy, none free: made at once
-    assert.equal(segmentCache.waitsRunOut, runOut + 1, 'no second wait');
+    assert.equal(segmentCache.waits.runOut, runOut + 1, 'no second wait');
     assert.equal(segmentCache.created, created + 2);
     c.release();
   } finally {
@@ -144,20 +144,20 @@ test('without an override a class waits for what making one of its segments was 
   delete process.env.TENSORPROC_SEGMENT_WAIT_MS;
   const bytes = 24 << 20; // a class no other test here makes
   const cls = sizeClass(bytes);
-  assert.equal(segmentCache.createCostMs(cls), undefined, 'not made yet');
-  assert.ok(segmentCache.waitBoundMs(cls) > 0, 'a bound from the page model until then');
+  assert.equal(segmentCache.waits.createCostMs(cls), undefined, 'not made yet');
+  assert.ok(segmentCache.waits.boundMs(cls) > 0, 'a bound from the page model until then');
   try {
     for (let k = 0; k < 2; k++) {
       mp.empty([bytes / 4], { shared: true }).release();
       mp.emptyCache(); // the next one is made afresh, and timed
     }
-    const cost = segmentCache.createCostMs(cls)!;
+    const cost = segmentCache.waits.createCostMs(cls)!;
     assert.ok(Number.isFinite(cost) && cost > 0, `a timing: ${cost}`);
-    assert.equal(segmentCache.waitBoundMs(cls), cost * FRESH_PER_CREATE, 'the bound follows the timing');
+    assert.equal(segmentCache.waits.boundMs(cls), cost * FRESH_PER_CREATE, 'the bound follows the timing');
     mp.empty([1 << 18], { shared: true }).release();
-    assert.equal(segmentCache.createCostMs(sizeClass(1 << 20)), undefined, 'a class that never waits is not timed');
+    assert.equal(segmentCache.waits.createCostMs(sizeClass(1 << 20)), undefined, 'a class that never waits is not timed');
     process.env.TENSORPROC_SEGMENT_WAIT_MS = '5';
-    assert.equal(segmentCache.waitBoundMs(cls), 5, 'the override wins');
+    assert.equal(segmentCache.waits.boundMs(cls), 5, 'the override wins');
   } finally {
     delete process.env.TENSORPROC_SEGMENT_WAIT_MS;
     mp.emptyCache();
