@@ -4,6 +4,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { constants as osConstants } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -91,14 +92,56 @@ export function pythonEnv(): Record<string, string> {
   return { TENSORPROC_BENCH_PYTHON: py?.path ?? '', TENSORPROC_BENCH_TORCH: torch?.torch ?? '' };
 }
 
-/** The programs runLines() has started that have not exited yet. */
+// NOTE [Ending what the bench started]
+// A program the bench runs may start processes of its own: a workload program its children,
+// torch's anchors a producer and a consumer (start method spawn, each a python of its own),
+// message-limit.py a forked writer. Ending the program alone leaves those running: a torch
+// consumer blocked on a queue whose producer is gone stays for good, a producer measures on
+// for minutes with nobody to read it. So every program runLines() starts leads a process
+// group of its own (`detached`: setsid), and ending it ends that group, which is what it
+// started and nothing else (SIGTERM, as to a program asked to stop). It is ended
+//  - when this process exits before it: a reader that closed the pipe (NOTE [Closed pipe]),
+//    a failure;
+//  - when this process is asked to stop while it runs (SIGTERM: the runner ending its
+//    workload program, which ends the anchors in turn; SIGINT and SIGHUP from a terminal,
+//    whose Ctrl-C reaches only the runner's group now): its groups are ended, then it exits
+//    with 128 + the signal's number through process.exit(), so that its own exit cleanup
+//    (tensorproc's shared segments) runs too. The handlers are there only while a program runs.
+// A bench process killed with SIGKILL leaves its programs to run to their end (known gap).
+
+/** The programs runLines() has started that have not exited yet, each the leader of its own process group. */
 const running = new Set<ChildProcess>();
-// Ends them when this process exits before they do: a reader that closed the pipe (NOTE
-// [Closed pipe]) or a failure; without it a workload would go on measuring for minutes with
-// nobody to read it. SIGTERM, as a program that is asked to stop; they have not exited.
+
+/** Ends `child`'s process group: the program and whatever it started that is still in it. */
+function endGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGTERM');
+  } catch {
+    // the group is gone already
+  }
+}
+
 process.on('exit', () => {
-  for (const child of running) child.kill('SIGTERM');
+  for (const child of running) endGroup(child);
 });
+
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+function onStopSignal(signal: NodeJS.Signals): void {
+  for (const child of running) endGroup(child);
+  running.clear();
+  process.exit(128 + (osConstants.signals[signal] ?? 0));
+}
+
+function track(child: ChildProcess): void {
+  if (running.size === 0) for (const s of STOP_SIGNALS) process.on(s, onStopSignal);
+  running.add(child);
+  child.on('exit', () => {
+    running.delete(child);
+    if (running.size === 0) for (const s of STOP_SIGNALS) process.off(s, onStopSignal);
+  });
+}
 
 /**
  * The version of piscina that the W3 anchor (anchors/piscina-pool.ts) would import, or null:
@@ -134,9 +177,8 @@ export function piscinaEnv(): Record<string, string> {
  */
 export function runLines(cmd: string, args: string[], env: NodeJS.ProcessEnv, onLine: (line: string) => void): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
-    running.add(child);
-    child.on('exit', () => running.delete(child));
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env, detached: true }); // NOTE [Ending what the bench started]
+    track(child);
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (s: string) => {
       stderr = (stderr + s).slice(-16_384);

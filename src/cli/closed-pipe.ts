@@ -7,8 +7,10 @@
 // reader wanted it. So the command line stops at once, with the status it had so far (0 for
 // the help; 1 for a doctor that had already found a failed check), and says nothing: the one
 // stream to say it on is the one that is closed, or would mix into the reader's output.
-// Whatever it had started stops with it: the bench's workload programs are ended by the
-// runner's exit hook (programs.ts), and their own children die with them (NOTE [No orphans]).
+// Whatever it had started stops with it: the bench's workload programs, each with what it
+// started (tensorproc's children, the anchors and theirs), are ended as process groups by the
+// runner's exit hook and the workload's SIGTERM handler (NOTE [Ending what the bench started],
+// bench/lib/programs.ts).
 
 /** Makes EPIPE on stdout or stderr end the process quietly; other stream errors stay fatal. */
 export function exitQuietlyOnClosedPipe(): void {
