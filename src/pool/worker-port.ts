@@ -1,6 +1,7 @@
 // Both ends of one worker's channel as they travel and arrive (NOTE [Worker set]): the parent
 // gives a worker the child end of a socketpair as a ChildEnd in its start arguments; the
 // worker receives it as a WorkerPort, its inbox and its way back to the parent.
+import { onExit } from '../exit-hooks.js';
 import { isMainThread } from 'node:worker_threads';
 import { PipeClosedError } from '../errors.js';
 import { Endpoint, registerReduction, type Frame } from '../transport/index.js';
@@ -126,7 +127,7 @@ export function workerMain<A extends readonly unknown[]>(main: (start: WorkerSta
 // A worker thread closes the ports it still holds when it exits (NOTE [Stopping a thread child]).
 const open = new Set<WorkerPort>();
 if (!isMainThread) {
-  process.on('exit', () => {
+  onExit(() => {
     for (const port of open) port.closeAtExit();
   });
 }

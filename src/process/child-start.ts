@@ -1,4 +1,5 @@
 // Starting children, for startProcesses() and Process alike: all of them at once, or none.
+import { onExit } from '../exit-hooks.js';
 import { statSync } from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
 import { getSharingStrategy, STRATEGY_ENV } from '../sharing/strategy.js';
@@ -125,7 +126,7 @@ function releaseWhenTaken(encoded: EncodedArgs, children: ChildHandle[], startMe
 // child]); one ended by SIGKILL, or by terminate() while it ran a synchronous loop, cannot.
 const pendingArgs = new Set<EncodedArgs>();
 if (!isMainThread) {
-  process.on('exit', () => {
+  onExit(() => {
     for (const encoded of pendingArgs) encoded.release();
   });
 }

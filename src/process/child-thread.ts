@@ -1,5 +1,6 @@
 // Entry point of a thread child (startMethod 'thread'), run as a Worker. The StartMessage
 // is the workerData; the ErrorMessage goes back on parentPort, delivered before 'exit'.
+import { onExit } from '../exit-hooks.js';
 import { parentPort, threadId, workerData } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { runTarget } from './child-run.js';
@@ -16,7 +17,7 @@ const start = workerData as ThreadStartMessage;
 // As in a process child, argv[1] is the bootstrap.
 process.argv.splice(1, Infinity, fileURLToPath(import.meta.url));
 // How this thread ended, for its parent: on its own unless the stop below says otherwise.
-process.on('exit', () => void Atomics.compareExchange(start.exitState, 0, 0, EXIT_OWN));
+onExit(() => void Atomics.compareExchange(start.exitState, 0, 0, EXIT_OWN));
 
 /** How long a stopped thread waits for its own children to stop (its parent terminates it after STOP_GRACE_MS). */
 const CHILDREN_STOP_MS = 500;

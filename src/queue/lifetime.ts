@@ -13,6 +13,7 @@
 // garbage-collected (nothing can use it any more), and a worker thread closes what it still
 // holds when it exits: threads share the descriptor table of their process, so what a thread
 // leaves open would stay open.
+import { onExit } from '../exit-hooks.js';
 import { isMainThread } from 'node:worker_threads';
 import { addon, systemError } from '../native/index.js';
 import { FrameDecodeError } from '../errors.js';
@@ -114,7 +115,7 @@ export function closeAll(fds: number[]): void {
 }
 
 if (!isMainThread) {
-  process.on('exit', () => {
+  onExit(() => {
     for (const core of open) (core.closeAtExit ?? core.close).call(core);
     open.clear();
   });

@@ -1,5 +1,6 @@
 // Shared allocation for this process: installs the allocator of NOTE [Shared allocation]
 // (src/tensor/storage.ts) and tracks the segments this process holds.
+import { onExit } from '../exit-hooks.js';
 import { isMainThread } from 'node:worker_threads';
 import { addon } from '../native/index.js';
 import { setSharedAllocator, type SharedBacking } from '../tensor/index.js';
@@ -191,7 +192,7 @@ setSharedAllocator((nbytes) => {
 
 // At exit this process lets go of everything, so that the last holder of a named segment
 // removes its name (NOTE [Segment lifetime]). Killed processes are the manager's job.
-process.on('exit', () => {
+onExit(() => {
   for (const seg of everLeased) if (seg.leased) seg.drop();
   everLeased.clear();
   // What no buffer uses any more goes back now. A worker thread's moved buffers may live on

@@ -36,6 +36,7 @@
 // afterwards (opening a file_system segment's name: withReserve()). A datagram with
 // descriptors met by a non-probing receive in a process out of descriptors is lost, and
 // reported as such (known gap); the endpoint probes again from then on.
+import { onExit } from '../exit-hooks.js';
 import { isMainThread } from 'node:worker_threads';
 import { addon, fileLimit, RECV_PROBE } from '../native/index.js';
 import { ForwardCopyWarning } from '../errors.js';
@@ -188,7 +189,7 @@ export function closeReserve(): void {
 }
 
 // Threads share the process's descriptor table: a worker thread's reserve would outlive it.
-if (!isMainThread) process.on('exit', closeReserve);
+if (!isMainThread) onExit(closeReserve);
 
 /** Received descriptors kept now (tests). */
 export function keptCount(): number {

@@ -10,6 +10,7 @@
 // dies, or exits with an error (an uncaught exception: it will not arrive either), stays, and
 // is seen dead. A member need not be a party: the parent that made a barrier for its
 // children is one too, and its death breaks the barrier like a party's.
+import { onExit } from '../exit-hooks.js';
 import { SyncCapacityError } from '../errors.js';
 import { holderAlive, myToken } from './holder.js';
 import type { SyncBlock } from './block.js';
@@ -64,7 +65,7 @@ export function deadMember(block: SyncBlock, from: number, n: number): number {
   return 0;
 }
 
-process.on('exit', (code) => {
+onExit((code) => {
   if (code !== 0) return;
   for (const m of held) leave(m);
 });

@@ -12,6 +12,7 @@
 // (when none answers) happens in the background, and until it answers nothing waits for it.
 // If it cannot be reached, a ManagerUnavailableError is emitted as a warning, once, and
 // segments go on working; it is tried again with a later segment.
+import { onExit } from '../../exit-hooks.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
@@ -223,7 +224,7 @@ export class ManagerClient {
       // Registered after the allocator's own exit handler (that one is installed when the
       // sharing module loads, this one with the first segment), so by now this process has
       // let go of everything: what is left to say is the last changes, and goodbye.
-      process.on('exit', () => {
+      onExit(() => {
         if (this.#state !== 'connected') return;
         this.#flush();
         this.#send({ t: 'bye' });
