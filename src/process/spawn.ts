@@ -1,6 +1,6 @@
 // spawn() and startProcesses(): check everything, then start nprocs children that each run
 // fn(i, ...args), and either join them or hand back their ProcessContext.
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, describeValue } from '../errors.js';
 import { encodeArgs } from './args-encode.js';
 import { checkNotLoading } from './bootstrap.js';
 import type { ChildHandle } from './child-handle.js';
@@ -84,7 +84,7 @@ function createContext(target: Target, options: StartProcessesOptions, startMeth
   checkNotLoading();
   const { args = [], nprocs = 1, daemon = false } = options;
   if (!Number.isInteger(nprocs) || nprocs < 1) {
-    throw new InvalidArgumentError(`nprocs must be a positive integer (got ${String(nprocs)}).`);
+    throw new InvalidArgumentError(`nprocs must be a positive integer (got ${describeValue(nprocs)}).`);
   }
   if (!Array.isArray(args)) throw new InvalidArgumentError('args must be an array: fn is called as fn(i, ...args).');
   const spec = checkTarget(target);

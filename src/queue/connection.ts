@@ -3,7 +3,7 @@
 // for one process at each end at a time; several readers of one end would each take whole
 // messages, never parts.
 import { addon, systemError } from '../native/index.js';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, describeValue } from '../errors.js';
 import { Endpoint, checkTimeout, registerReduction } from '../transport/index.js';
 import { checkState, remember, keyOrClose, reuseOrAdopt, track, untrack } from './lifetime.js';
 
@@ -96,7 +96,7 @@ export class Connection<T = unknown> {
  * false: the first end only receives, the second only sends.
  */
 export function Pipe<T = unknown>(duplex = true): [Connection<T>, Connection<T>] {
-  if (typeof duplex !== 'boolean') throw new InvalidArgumentError(`Pipe(duplex) takes true or false (got ${typeof duplex === 'string' ? JSON.stringify(duplex) : String(duplex)}).`);
+  if (typeof duplex !== 'boolean') throw new InvalidArgumentError(`Pipe(duplex) takes true or false (got ${describeValue(duplex)}).`);
   let fds: [number, number];
   try {
     fds = addon.socketpair();

@@ -2,7 +2,7 @@
 // processes and threads; `maxsize` backpressure (NOTE [Queue slots]); messages as in NOTE
 // [Frames]; descriptors as in NOTE [Queue objects and descriptors].
 import { addon, systemError } from '../native/index.js';
-import { InvalidArgumentError, QueueEmptyError, QueueFullError } from '../errors.js';
+import { InvalidArgumentError, QueueEmptyError, QueueFullError, describeValue } from '../errors.js';
 import { Endpoint, checkMessage, registerReduction, settled, timeoutOption, type Frame } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { Slots } from './slots.js';
@@ -69,7 +69,7 @@ export class Queue<T = unknown> {
       adopting = null;
     } else {
       if (options !== null && typeof options !== 'object' && typeof options !== 'number') {
-        throw new InvalidArgumentError(`new Queue() takes a maxsize or { maxsize } (got ${typeof options === 'string' ? JSON.stringify(options) : String(options)}).`);
+        throw new InvalidArgumentError(`new Queue() takes a maxsize or { maxsize } (got ${describeValue(options)}).`);
       }
       let given: unknown;
       try {
@@ -252,7 +252,7 @@ export class Queue<T = unknown> {
 
 function checkMaxsize(m: unknown): number {
   if (m === undefined || m === null) return Infinity;
-  if (typeof m !== 'number' || !Number.isInteger(m)) throw new InvalidArgumentError(`maxsize must be an integer (got ${String(m)}).`);
+  if (typeof m !== 'number' || !Number.isInteger(m)) throw new InvalidArgumentError(`maxsize must be an integer (got ${describeValue(m)}).`);
   // torch: maxsize <= 0 means no limit. The slot count is a 32-bit word.
   if (m <= 0) return Infinity;
   if (m > 2 ** 31 - 2) throw new InvalidArgumentError(`maxsize must be at most ${2 ** 31 - 2} (got ${m}); use 0 for no limit.`);

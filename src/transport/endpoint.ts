@@ -17,7 +17,7 @@
 // Receivers take exactly one datagram per get(): a process never reads ahead, so a consumer
 // that stops (or is killed) leaves every message it did not take to the others.
 import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, RECV_EMPTY, RECV_NO_PROBE, systemError } from '../native/index.js';
-import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError, TooManyFilesError } from '../errors.js';
+import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError, TooManyFilesError, describeValue } from '../errors.js';
 import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
 import { settled } from './turns.js';
@@ -85,7 +85,7 @@ export interface EndpointOptions {
 export function timeoutOption(options: unknown): number | null {
   if (options === undefined || options === null) return null;
   if (typeof options !== 'object') {
-    throw new InvalidArgumentError(`options must be an object such as { timeout: 1000 } (got ${typeof options === 'string' ? JSON.stringify(options) : String(options)}).`);
+    throw new InvalidArgumentError(`options must be an object such as { timeout: 1000 } (got ${describeValue(options)}).`);
   }
   let timeout: unknown;
   try {
@@ -100,7 +100,7 @@ export function timeoutOption(options: unknown): number | null {
 export function checkTimeout(timeout: unknown): number | null {
   if (timeout === undefined || timeout === null || timeout === Infinity) return null;
   if (typeof timeout !== 'number' || !(timeout >= 0)) {
-    throw new InvalidArgumentError(`timeout must be a number of milliseconds >= 0, or undefined for none (got ${String(timeout)}).`);
+    throw new InvalidArgumentError(`timeout must be a number of milliseconds >= 0, or undefined for none (got ${describeValue(timeout)}).`);
   }
   // setTimeout cannot wait longer than this; that long is "no timeout" in practice.
   return timeout > 2 ** 31 - 1 ? null : timeout;

@@ -35,3 +35,22 @@ test('new Queue(), put() and get() refuse options that cannot be read; the messa
     q.close();
   }
 });
+
+// An error message shows the bad value without calling anything of it (describeValue): String()
+// of an object whose toString is not a function threw the engine's "Cannot convert object to
+// primitive value" in place of ours (found by bad-input:1091399926).
+test('a bad value whose toString is not callable, or a revoked Proxy, is still named in a coded error', async () => {
+  const hostile = (): any => ({ toString: 'x', valueOf: 1 });
+  const q = new mp.Queue<number>();
+  try {
+    await assert.rejects(q.put(1, { timeout: hostile() }), (e: any) => isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT')(e) && /\[object Object\]/.test(e.message));
+    await assert.rejects(q.get({ timeout: revoked() }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+    assert.ok(q.empty());
+  } finally {
+    q.close();
+  }
+  assert.throws(() => new mp.Queue({ maxsize: hostile() }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+  assert.throws(() => new mp.Queue({ maxsize: revoked() }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+  assert.throws(() => mp.Pipe(hostile()), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+  assert.throws(() => mp.spawn({ module: new URL(import.meta.url), export: 'none' }, { nprocs: hostile(), join: false }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+});
