@@ -1,10 +1,11 @@
 // The manager's bookkeeping: which processes map which names, and what to do with a name
 // when its holders go. Policy of NOTE [The file_system manager] (server.ts).
 import { lstatSync, readdirSync } from 'node:fs';
-import { addon, POLL_READABLE, type NativePoll } from '../../native/index.js';
+import { addon } from '../../native/index.js';
 import { HEADER_BYTES, MAGIC, W_MAGIC, W_PID, W_REFS, holders, reclaimSlots, wakeCreator } from '../segment-header.js';
 import { creatorOf, NAME_PATTERN } from './protocol.js';
 import { isAlive } from './liveness.js';
+import { PidWatch } from './pid-watch.js';
 
 /** How long a name whose holders died keeps the references of its messages in flight. */
 export const CRASH_GRACE_MS = 1000;
@@ -16,14 +17,9 @@ export const CRASH_GRACE_MS = 1000;
 export const CLEAN_GRACE_MS = Number(process.env.TENSORPROC_MANAGER_CLEAN_GRACE_MS) > 0 ? Number(process.env.TENSORPROC_MANAGER_CLEAN_GRACE_MS) : 2000;
 /** How long a dead process's connections may stay open before its death is judged anyway. */
 const DEATH_READ_MS = 200;
-/** Liveness is polled at this pace where pidfds are missing (Linux before 5.3). */
-const POLL_PIDS_MS = 50;
 
 interface Proc {
   readonly pid: number;
-  /** A pidfd that polls readable when the process exits, or -1 (polled instead). */
-  pidfd: number;
-  poll: NativePoll | null;
   /** Names it registered, or that its slot holds. */
   readonly names: Set<string>;
   conns: number;
@@ -61,7 +57,8 @@ export class Registry {
   readonly #uid = process.getuid!();
   readonly #log: (line: string) => void;
   readonly #changed: () => void;
-  #pidTimer: NodeJS.Timeout | null = null;
+  /** Reports the exit of every process followed here (pid-watch.ts). */
+  readonly #pids = new PidWatch((pid) => this.#died(pid));
   /** When the last user to go died without saying goodbye (killed); null if it left cleanly. */
   #lastUserKilled: number | null = null;
 
@@ -191,54 +188,21 @@ export class Registry {
   #watch(pid: number): Proc | null {
     const known = this.#procs.get(pid);
     if (known !== undefined) return known;
-    let pidfd = -1;
-    let poll: NativePoll | null = null;
-    try {
-      pidfd = addon.pidfdOpen(pid);
-      poll = new addon.Poll(pidfd, () => this.#died(pid));
-      poll.start(POLL_READABLE);
-    } catch (e) {
-      if (pidfd >= 0) addon.close(pidfd);
-      pidfd = -1;
-      if ((e as { code?: string }).code === 'ESRCH') return null;
-      if (!isAlive(pid)) return null;
-      this.#pidTimer ??= setInterval(() => this.#pollPids(), POLL_PIDS_MS);
-    }
-    const proc: Proc = { pid, pidfd, poll, names: new Set(), conns: 0, user: false, crashed: false, exited: null };
+    if (!this.#pids.watch(pid)) return null;
+    const proc: Proc = { pid, names: new Set(), conns: 0, user: false, crashed: false, exited: null };
     this.#procs.set(pid, proc);
     return proc;
   }
 
   /** Out of descriptors: follow every process by polling instead, freeing its pidfd. */
   shedPidfds(): void {
-    for (const proc of this.#procs.values()) {
-      if (proc.pidfd < 0) continue;
-      proc.poll?.close();
-      addon.close(proc.pidfd);
-      proc.pidfd = -1;
-      proc.poll = null;
-    }
-    this.#pidTimer ??= setInterval(() => this.#pollPids(), POLL_PIDS_MS);
-  }
-
-  #pollPids(): void {
-    let polled = 0;
-    for (const proc of [...this.#procs.values()]) {
-      if (proc.pidfd >= 0) continue;
-      polled++;
-      if (!isAlive(proc.pid)) this.#died(proc.pid);
-    }
-    if (polled === 0 && this.#pidTimer !== null) {
-      clearInterval(this.#pidTimer);
-      this.#pidTimer = null;
-    }
+    this.#pids.shed();
   }
 
   #unwatch(proc: Proc): void {
     this.#procs.delete(proc.pid);
     if (proc.exited !== null) clearTimeout(proc.exited);
-    proc.poll?.close();
-    if (proc.pidfd >= 0) addon.close(proc.pidfd);
+    this.#pids.forget(proc.pid);
   }
 
   // Users are followed until they die: while one lives, it may still receive a message in
@@ -267,8 +231,7 @@ export class Registry {
     const proc = this.#procs.get(pid);
     if (proc === undefined || proc.exited !== null) return;
     if (proc.conns > 0) {
-      proc.poll?.close();
-      proc.poll = null;
+      this.#pids.quiet(pid);
       proc.exited = setTimeout(() => this.#judgeDeath(proc), DEATH_READ_MS);
       return;
     }
