@@ -95,6 +95,31 @@ test('77 garbage datagrams, with and without descriptors: each a coded error, th
   assert.ok((codes.get('ERR_TP_BAD_FRAME') ?? 0) > 0, JSON.stringify([...codes]));
 });
 
+// A datagram no tensorproc process sent took no slot (NOTE [Queue slots]): counted as taken,
+// each let the queue hold one message more than maxsize, for good (qsize() cannot show it: it
+// never goes below 0). Found by the fault campaign's garbage kind.
+test('garbage gives back no slot of a bounded queue: maxsize still holds after it', async () => {
+  const q = new mp.Queue<unknown>({ maxsize: 2 });
+  const peer = hostile(q);
+  try {
+    // Frames of an unknown kind (0xff), with and without a descriptor: each reaches the
+    // decoder (unlike an empty or oversized datagram, refused before it).
+    for (let k = 0; k < 5; k++) await ask(peer, k % 2 ? { cmd: 'bytes', hex: 'ff01' + '00'.repeat(k) } : { cmd: 'bytesWithFd', hex: 'ff01' });
+    for (let k = 0; k < 5; k++) await assert.rejects(q.get({ timeout: 10_000 }), isCoded(mp.FrameDecodeError, 'ERR_TP_BAD_FRAME'));
+    await q.put(1, { timeout: 10_000 });
+    await q.put(2, { timeout: 10_000 });
+    assert.equal(q.qsize(), 2);
+    await assert.rejects(q.put(3, { timeout: 0 }), isCoded(mp.QueueFullError, 'ERR_TP_QUEUE_FULL'), 'maxsize still holds');
+    assert.equal(await q.get({ timeout: 10_000 }), 1);
+    assert.equal(await q.get({ timeout: 10_000 }), 2);
+    assert.equal(q.qsize(), 0);
+  } finally {
+    peer.child.kill('SIGKILL');
+    await peer.exited;
+    q.close();
+  }
+});
+
 for (const dir of ['/dev/shm', '/tmp']) {
   test(`a descriptor its sender can truncate (a file in ${dir}, not a sealed memfd) is refused: no SIGBUS`, async () => {
     const q = new mp.Queue<mp.Tensor>();
