@@ -5,7 +5,8 @@
 // failing trial (`--replay KIND:SEED` runs it again). It touches /dev/shm machine-wide: run it
 // under tp-run. It loads nothing of tensorproc itself.
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
@@ -29,6 +30,23 @@ interface Outcome {
 
 const shmNames = (): string[] => readdirSync('/dev/shm').filter((n) => n.startsWith('tensorproc_'));
 
+// Every manager a trial starts logs its sweeps and removals (with why) here, so that a name
+// left or removed late comes with what the manager made of the deaths (a user's own
+// TENSORPROC_MANAGER_LOG wins).
+const managerLog = process.env.TENSORPROC_MANAGER_LOG ?? join(mkdtempSync('/tmp/tensorproc-faults-log-'), 'manager.log');
+
+/** The manager's log lines about `pids` or their names, the last `n` of them. */
+function managerSays(pids: number[], n = 12): string {
+  let lines: string[];
+  try {
+    lines = readFileSync(managerLog, 'latin1').split('\n');
+  } catch {
+    return '(no manager log)';
+  }
+  const about = lines.filter((l) => pids.some((pid) => l.includes(`pid ${pid} `) || l.includes(`tensorproc_${pid}_`)));
+  return about.length ? about.slice(-n).join(' | ') : '(the manager logged nothing about them)';
+}
+
 async function until(cond: () => boolean, ms: number): Promise<number | null> {
   const t0 = performance.now();
   while (!cond()) {
@@ -45,7 +63,7 @@ async function runTrial(kind: Kind, seed: number): Promise<Outcome> {
   const fail = (k: string, detail: string): void => void out.failures.push({ kind: k, detail });
   const before = new Set(shmNames());
   let cmd = [process.execPath, '--expose-gc', TRIAL, kind, String(seed)];
-  const env = { ...process.env };
+  const env: NodeJS.ProcessEnv = { ...process.env, TENSORPROC_MANAGER_LOG: managerLog };
   let privateDir: string | null = null;
   if (kind === 'shm-full') {
     // A small tmpfs of its own over /dev/shm, and a manager of its own that sees it.
@@ -128,10 +146,11 @@ async function runTrial(kind: Kind, seed: number): Promise<Outcome> {
     const ms = await until(() => left().length === 0, 5000);
     const since = performance.now() - killedAt;
     out.stats.cleanupMs = Math.round(ms === null ? since : since);
-    if (ms === null) fail('shm-left', `${left().length} names of ${whose(left())} 5 s after the parent's kill: ${left().slice(0, 4).join(' ')}`);
-    else if (since > CLEANUP_PROMISE_MS) fail('slow-cleanup', `the last names went ${Math.round(since)} ms after the parent's kill (promise: ${CLEANUP_PROMISE_MS} ms)`);
+    const trialPids = [parent, ...seen];
+    if (ms === null) fail('shm-left', `${left().length} names of ${whose(left())} 5 s after the parent's kill: ${left().slice(0, 4).join(' ')}; the manager: ${managerSays(trialPids)}`);
+    else if (since > CLEANUP_PROMISE_MS) fail('slow-cleanup', `the last names went ${Math.round(since)} ms after the parent's kill (promise: ${CLEANUP_PROMISE_MS} ms); the manager: ${managerSays(trialPids)}`);
   } else if ((await until(() => left().length === 0, CLEANUP_PROMISE_MS + 500)) === null) {
-    fail('shm-left', `${left().length} names of ${whose(left())} ${CLEANUP_PROMISE_MS + 500} ms after the trial: ${left().slice(0, 4).join(' ')}`);
+    fail('shm-left', `${left().length} names of ${whose(left())} ${CLEANUP_PROMISE_MS + 500} ms after the trial: ${left().slice(0, 4).join(' ')}; the manager: ${managerSays([parent, ...seen])}`);
     for (const n of left()) rmSync(`/dev/shm/${n}`, { force: true }); // so that the next trial starts clean
   }
   if (privateDir !== null) rmSync(privateDir, { recursive: true, force: true });
@@ -157,7 +176,7 @@ function summary(outcomes: Outcome[]): string {
   const failed = outcomes.filter((o) => o.failures.length);
   if (failed.length) {
     lines.push('', 'Failing trials (replay: npm run faults -- --replay KIND:SEED):');
-    for (const o of failed) for (const f of o.failures) lines.push(`- ${o.kind}:${o.seed} (${o.what}): ${f.kind}: ${f.detail.replace(/\s+/g, ' ').slice(0, 600)}`);
+    for (const o of failed) for (const f of o.failures) lines.push(`- ${o.kind}:${o.seed} (${o.what}): ${f.kind}: ${f.detail.replace(/\s+/g, ' ').slice(0, 1500)}`);
   }
   return lines.join('\n');
 }
@@ -201,6 +220,7 @@ async function main(): Promise<void> {
       return [k, r.int(1, 2 ** 31 - 1)];
     });
   }
+  console.error(`the managers' log: ${managerLog}`);
   const t0 = performance.now();
   const outcomes: Outcome[] = [];
   for (const [i, [kind, seed]] of plan.entries()) {
