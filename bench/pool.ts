@@ -4,7 +4,11 @@
 // (bench/anchors/torch-pool.py, with the first python3 that has torch) and piscina 5
 // (bench/anchors/piscina-pool.ts), side by side in one run. Each pool is warmed as torch's
 // anchor warms its own (100 tiny tasks); the 1 MiB results are held until the map returns,
-// then let go of, as the anchor's are.
+// then let go of, as the anchor's are. The 1 MiB case's limit, in each trial: both workers of
+// a pool of its own at once make and fill fresh 1 MiB shared tensors and hold them, half of
+// the count each, timed in the workers (w3-tasks.ts freshLimit): what fresh memory costs
+// here, with nothing sent; a map whose results are all alive until it returns cannot recycle
+// a segment within it, and in a fresh pool has none from before.
 //
 //   node --expose-gc dist/bench/pool.js        (or `tensorproc bench --only W3`)
 // Records as NOTE [Bench records]; TENSORPROC_BENCH_QUICK=1 (`--quick`): one trial of each at
@@ -48,12 +52,12 @@ async function check(results: Promise<number[]>, items: number[]): Promise<void>
   if (r.length !== items.length || r[n] !== n * n) throw new Error('W3: a result is wrong');
 }
 
-const pools = new Map<StartMethod, Pool>();
+const pools = new Map<StartMethod | 'limit', Pool>();
 
-async function poolFor(startMethod: StartMethod): Promise<Pool> {
+async function poolFor(startMethod: StartMethod | 'limit'): Promise<Pool> {
   let pool = pools.get(startMethod);
   if (pool === undefined) {
-    pool = new Pool({ processes: 2, startMethod });
+    pool = new Pool({ processes: 2, startMethod: startMethod === 'limit' ? 'spawn' : startMethod });
     pools.set(startMethod, pool);
     await pool.map({ ...TASKS, export: 'square' }, range(100)); // warm, as torch's anchor
   }
@@ -71,6 +75,26 @@ function ours(startMethod: StartMethod, c: Case): Step {
       const t0 = performance.now();
       await c.run(pool, items);
       return [w3(impl, c.name, c.tasks, (performance.now() - t0) / 1000)];
+    },
+  };
+}
+
+const FRESH_LIMIT = 'fresh limit';
+
+/** The 1 MiB case's limit: both workers making fresh segments at once (freshLimit). */
+function freshLimit(): Step {
+  return {
+    label: FRESH_LIMIT,
+    weight: 0.3 / SCALE,
+    run: async () => {
+      const pool = await poolFor('limit');
+      const half = COUNTS.tensor / 2;
+      const r = await pool.map<[number, number]>({ ...TASKS, export: 'freshLimit' }, [half, half], { chunksize: 1 });
+      const [s0, pid0] = r[0]!;
+      const [s1, pid1] = r[1]!;
+      // One after the other if one worker ran both (not seen): their sum is the time then.
+      const seconds = pid0 !== pid1 ? Math.max(s0, s1) : s0 + s1;
+      return [w3(FRESH_LIMIT, CASES[2]!.name, COUNTS.tensor, seconds)];
     },
   };
 }
@@ -102,6 +126,7 @@ function steps(): Step[] {
   const out: Step[] = [];
   for (let t = 0; t < TRIALS; t++) {
     for (const m of ['spawn', 'thread'] as StartMethod[]) for (const c of CASES) out.push(ours(m, c));
+    out.push(freshLimit());
   }
   out.push(
     anchor('torch Pool', 3 + (3 * TRIALS) / SCALE, () => {

@@ -31,14 +31,17 @@ test('bench --quick --json --only W3: every case for tensorproc and each anchor,
   }
   const impls = ['tensorproc processes', 'tensorproc threads', 'piscina (threads)'];
   if (findPythons().torch) impls.push('torch');
-  assert.deepEqual([...new Set(records.map((x) => x.impl))].sort(), impls.sort());
+  assert.deepEqual([...new Set(records.map((x) => x.impl))].sort(), [...impls, 'fresh limit'].sort());
   for (const impl of impls) {
     // One trial of each case at the quick counts (a tenth of the yardstick's), in order.
     assert.deepEqual(records.filter((x) => x.impl === impl).map((x) => [x.case, x.count]), CASES, impl);
   }
+  // The 1 MiB case's limit, measured beside it, shown as a share of it.
+  assert.deepEqual(records.filter((x) => x.impl === 'fresh limit').map((x) => [x.case, x.count]), [CASES[2]]);
 
   const table = report(records);
   assert.match(table, /^### W3, tasks\/s \(higher is better; one run\)$/m);
+  assert.match(table, /^\| 1 MiB tensor results +\| +tensorproc processes +\|.*\| +\d+% +\|/m, 'the fresh limit as a share');
   if (findPythons().torch) {
     for (const [c, bar] of [['tiny, chunksize 1', '≥ 1\\.5x torch'], ['tiny, default chunksize', '≥ torch'], ['1 MiB tensor results', '≥ 10x torch']]) {
       // Cells are padded on either side (markdown-table aligns the columns).

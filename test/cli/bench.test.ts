@@ -137,5 +137,5 @@ test('an anchor this machine lacks (piscina not installed, no python3 with torch
   assert.match(String(absent.find((a) => a.impl === 'piscina')!.not_measured), /piscina is not installed \(npm install piscina@5/);
   assert.match(String(absent.find((a) => a.impl === 'torch')!.not_measured), /no python3 on PATH .* imports torch/);
   const impls = new Set(lines.filter((l) => !('not_measured' in l)).map((l) => l.impl));
-  assert.deepEqual([...impls].sort(), ['tensorproc processes', 'tensorproc threads'], 'ours measured, no anchor');
+  assert.deepEqual([...impls].sort(), ['fresh limit', 'tensorproc processes', 'tensorproc threads'], 'ours and the limit measured, no anchor');
 });
