@@ -44,9 +44,14 @@ function cloneOrInspect(value: unknown): unknown {
   }
 }
 
+// JavaScript's own error classes are rebuilt as themselves, so that `instanceof RangeError`
+// holds in the parent as it did in the child; any other class is an Error with its name.
+const BUILTIN_ERRORS: Record<string, ErrorConstructor> = { Error, RangeError, TypeError, SyntaxError, ReferenceError, EvalError, URIError };
+
 /** The child's error as an Error in this process: same name, message, stack, fields and causes. */
 export function rebuildError(s: SerializedError): Error {
-  const e = new Error(s.message, s.cause ? { cause: rebuildError(s.cause) } : undefined);
+  const Class = Object.hasOwn(BUILTIN_ERRORS, s.name) ? BUILTIN_ERRORS[s.name]! : Error;
+  const e = new Class(s.message, s.cause ? { cause: rebuildError(s.cause) } : undefined);
   Object.defineProperty(e, 'name', { value: s.name, writable: true, configurable: true, enumerable: false });
   e.stack = s.stack;
   Object.assign(e, s.fields);

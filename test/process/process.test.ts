@@ -184,6 +184,7 @@ for (const startMethod of ['spawn', 'thread'] as const) {
       assert.equal(p.error, p.error, 'one error object');
       const e = p.error as Error & { code: string };
       assert.equal(e.name, 'RangeError');
+      assert.ok(e instanceof RangeError, "a built-in class is rebuilt as itself");
       assert.equal(e.message, 'bad rank');
       assert.equal(e.code, 'E_FIXTURE');
       assert.match(printed, new RegExp(`^Process ${p.name}:\\nRangeError: bad rank\\n    at throwIt `));
