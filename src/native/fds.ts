@@ -1,5 +1,5 @@
 // Descriptors held as a set: duplicated all or none, closed once. A frame kept until it can
-// be sent (transport/endpoint.ts), spawn's copies of argument descriptors
+// be sent (transport/send-backlog.ts), spawn's copies of argument descriptors
 // (process/args-encode.ts) and a thread child's own copies of them (process/args.ts) all hold
 // their descriptors this way.
 import { addon } from './addon.js';

@@ -1,27 +1,14 @@
 // One side of a socket channel: sends frames in order and receives messages, from the event
 // loop, for the queue layer (a Queue, SimpleQueue or Pipe end owns one Endpoint).
-//
-// NOTE [Sending without blocking]
-// send() puts the datagram in the kernel's socket buffer at once when there is room: the
-// usual case, and then nothing is kept. When the buffer is full, the frame waits in this
-// endpoint's backlog (its bytes copied, its descriptors duplicated, so that nothing the user
-// releases meanwhile can invalidate it) and is sent, in order, as soon as the socket has
-// room; later frames queue behind it. The caller is not made to wait, as with torch's queue
-// feeder thread, so that a process may put and then get on one queue. Like torch's feeder,
-// a backlog keeps the process alive until it is flushed (a ref'd writable poll), so a
-// producer that returns right after its last put still delivers it.
-// A process that must not wait for that (its consumers may be gone) calls cancelJoin()
-// (torch's cancel_join_thread()): the backlog then no longer keeps it alive, and what is
-// still in it when the process exits is given back unsent. whenFlushed() is torch's
-// join_thread(): it resolves once the backlog is empty.
-// Receivers take exactly one datagram per get(): a process never reads ahead, so a consumer
-// that stops (or is killed) leaves every message it did not take to the others.
-import { addon, closeOnce, dupAll, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, RECV_EMPTY, RECV_NO_PROBE, systemError } from '../native/index.js';
-import { FrameDecodeError, InvalidArgumentError, PipeClosedError, QueueClosedError, TooManyFilesError, describeValue } from '../errors.js';
+// The frames it could not send yet wait in its SendBacklog (NOTE [Sending without blocking],
+// send-backlog.ts); receivers take exactly one datagram per get().
+import { addon, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, RECV_EMPTY, RECV_NO_PROBE, systemError } from '../native/index.js';
+import { FrameDecodeError, PipeClosedError, QueueClosedError, TooManyFilesError } from '../errors.js';
 import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
 import { Watcher } from './watcher.js';
 import { settled } from './turns.js';
-import { isMainThread } from 'node:worker_threads';
+import { SendBacklog } from './send-backlog.js';
+import { timedOut } from './timeouts.js';
 import { transportAddon } from './native.js';
 import { ensureReserve, giveReserve, hasMappingRoom, mappingsError, shedDescriptors, takeReserve } from '../sharing/index.js';
 
@@ -47,30 +34,6 @@ interface PollWaiter {
   timer: NodeJS.Timeout | null;
 }
 
-/** A frame that stays valid while it waits: its own bytes, its own descriptors. */
-export interface KeptFrame extends Frame {
-  /** Closes the duplicated descriptors (after sending, or before abandoning). */
-  dispose(): void;
-}
-
-/** Copies a frame's bytes and duplicates its descriptors (NOTE [Sending without blocking]). */
-export function keepFrame(frame: Frame): KeptFrame {
-  let fds: number[];
-  try {
-    fds = dupAll(frame.fds);
-  } catch (e) {
-    const err = systemError(e, 'keeping a message until it can be sent');
-    // Out of descriptors: what is kept for reuse only goes first (NOTE [Kept descriptors]).
-    if (!(err instanceof TooManyFilesError) || shedDescriptors() === 0) throw err;
-    try {
-      fds = dupAll(frame.fds);
-    } catch (e2) {
-      throw systemError(e2, 'keeping a message until it can be sent');
-    }
-  }
-  return { bytes: frame.bytes.slice(), fds: Int32Array.from(fds), abandon: frame.abandon, dispose: closeOnce(fds) };
-}
-
 export interface EndpointOptions {
   /** Called each time a datagram is taken off the socket, before it is decoded. */
   onDatagram?: () => void;
@@ -78,32 +41,6 @@ export interface EndpointOptions {
   onDropped?: () => void;
   /** What a closed endpoint is called in errors: 'queue' or 'pipe end'. */
   what: string;
-}
-
-/** Milliseconds from a user's `timeout` option: undefined/null/Infinity mean none. */
-/** The timeout of an options object (`{ timeout }`), which must be an object if given. */
-export function timeoutOption(options: unknown): number | null {
-  if (options === undefined || options === null) return null;
-  if (typeof options !== 'object') {
-    throw new InvalidArgumentError(`options must be an object such as { timeout: 1000 } (got ${describeValue(options)}).`);
-  }
-  let timeout: unknown;
-  try {
-    timeout = (options as { timeout?: unknown }).timeout;
-  } catch (e) {
-    // A revoked Proxy (or a throwing getter): the caller's error, named as such.
-    throw new InvalidArgumentError(`options could not be read (${(e as Error)?.message ?? String(e)}): pass a plain object such as { timeout: 1000 }.`, { cause: e });
-  }
-  return checkTimeout(timeout);
-}
-
-export function checkTimeout(timeout: unknown): number | null {
-  if (timeout === undefined || timeout === null || timeout === Infinity) return null;
-  if (typeof timeout !== 'number' || !(timeout >= 0)) {
-    throw new InvalidArgumentError(`timeout must be a number of milliseconds >= 0, or undefined for none (got ${describeValue(timeout)}).`);
-  }
-  // setTimeout cannot wait longer than this; that long is "no timeout" in practice.
-  return timeout > 2 ** 31 - 1 ? null : timeout;
 }
 
 export class Endpoint {
@@ -119,10 +56,7 @@ export class Endpoint {
   #owner: WeakRef<object> | null = null;
   #pins = 0;
   #pinned: object | null = null;
-  #backlog: KeptFrame[] = [];
-  /** whenFlushed() calls waiting for the backlog to empty. */
-  #flushWaiters: (() => void)[] = [];
-  #joinCancelled = false;
+  readonly #backlog: SendBacklog;
   #closed = false;
   #fdsClosed = false;
   #ended = false;
@@ -135,6 +69,16 @@ export class Endpoint {
     this.sendWatcher = new Watcher(sendFd);
     this.recvWatcher = sendFd === recvFd ? this.sendWatcher : new Watcher(recvFd);
     this.#options = options;
+    this.#backlog = new SendBacklog({
+      sendWatcher: this.sendWatcher,
+      sendNow: (bytes, fds) => this.#sendNow(bytes, fds),
+      onDropped: options.onDropped,
+      flushed: () => {
+        if (this.#closed) this.#closeFds();
+      },
+      dropBacklog: () => this.dropBacklog(),
+      closeAtExit: () => this.closeAtExit(),
+    });
   }
 
   get closed(): boolean {
@@ -169,20 +113,8 @@ export class Endpoint {
   /** Sends a frame now, or keeps it to send in order (NOTE [Sending without blocking]). */
   send(frame: Frame): void {
     if (this.#closed) throw this.closedError();
-    if (this.#backlog.length === 0 && this.#sendNow(frame.bytes, frame.fds)) return;
-    const kept = keepFrame(frame);
-    this.#backlog.push(kept);
-    if (this.#backlog.length === 1) {
-      try {
-        this.sendWatcher.onWritable(this.#flush);
-      } catch (e) {
-        // No watcher, no flush: the frame must not stay behind (its caller abandons it).
-        this.#backlog.pop();
-        kept.dispose();
-        throw e;
-      }
-      backlogged.add(this);
-    }
+    if (this.#backlog.empty && this.#sendNow(frame.bytes, frame.fds)) return;
+    this.#backlog.push(frame);
   }
 
   /**
@@ -228,54 +160,14 @@ export class Endpoint {
     return n !== EAGAIN;
   }
 
-  readonly #flush = (): void => {
-    while (this.#backlog.length > 0) {
-      const k = this.#backlog[0]!;
-      let sent: boolean;
-      try {
-        sent = this.#sendNow(k.bytes, k.fds);
-      } catch (e) {
-        // The caller's put() resolved long ago: all that is left is to let go of the backlog.
-        process.emitWarning(`tensorproc: ${this.#backlog.length} queued message(s) were dropped: ${(e as Error).message}`, 'TensorprocWarning');
-        for (const dropped of this.#backlog.splice(0)) this.#drop(dropped, true);
-        break;
-      }
-      if (!sent) return;
-      this.#backlog.shift();
-      this.#drop(k, false);
-    }
-    backlogged.delete(this);
-    this.sendWatcher.onWritable(null);
-    this.#settleFlushed();
-    if (this.#closed) this.#closeFds();
-  };
-
-  /**
-   * Resolves once every frame kept in the backlog has gone into the socket, or was dropped
-   * (a send error, the process's exit): at once when nothing is kept, or after cancelJoin().
-   */
+  /** torch's join_thread(): resolves once the backlog has gone out (NOTE [Sending without blocking]). */
   whenFlushed(): Promise<void> {
-    if (this.#backlog.length === 0 || this.#joinCancelled) return Promise.resolve();
-    return new Promise((resolve) => this.#flushWaiters.push(resolve));
+    return this.#backlog.whenFlushed();
   }
 
-  /** The backlog no longer keeps this process alive (NOTE [Sending without blocking]). */
+  /** torch's cancel_join_thread(): the backlog no longer keeps this process alive. */
   cancelJoin(): void {
-    if (this.#joinCancelled) return;
-    this.#joinCancelled = true;
-    if (!this.#fdsClosed) this.sendWatcher.setWritableKeepsAlive(false);
-    this.#settleFlushed();
-  }
-
-  #settleFlushed(): void {
-    for (const resolve of this.#flushWaiters.splice(0)) resolve();
-  }
-
-  #drop(k: KeptFrame, abandon: boolean): void {
-    k.dispose();
-    if (!abandon) return;
-    k.abandon();
-    this.#options.onDropped?.();
+    this.#backlog.cancelJoin(!this.#fdsClosed);
   }
 
   // --- receiving ----------------------------------------------------------------------
@@ -494,7 +386,7 @@ export class Endpoint {
     }
     for (const p of this.#polls) this.#settlePoll(p, this.closedError());
     this.recvWatcher.onReadable(null);
-    if (this.#backlog.length === 0) this.#closeFds();
+    if (this.#backlog.empty) this.#closeFds();
   }
 
   /**
@@ -511,15 +403,13 @@ export class Endpoint {
 
   /** Lets go of every frame not sent yet: each is abandoned, and onDropped is told. */
   dropBacklog(): void {
-    backlogged.delete(this);
-    for (const k of this.#backlog.splice(0)) this.#drop(k, true);
-    this.#settleFlushed();
+    this.#backlog.dropAll();
   }
 
   #closeFds(): void {
     if (this.#fdsClosed) return;
     this.#fdsClosed = true;
-    backlogged.delete(this);
+    this.#backlog.forget();
     this.sendWatcher.close();
     this.recvWatcher.close();
     addon.close(this.sendFd);
@@ -527,34 +417,8 @@ export class Endpoint {
   }
 }
 
-// Endpoints with frames not sent yet. A process or thread that exits with some (process.exit()
-// with a backlog, which otherwise keeps it alive until it is sent) gives them back: a bounded
-// queue's slots are freed (onDropped), and references in flight abandoned. A worker thread
-// also closes the descriptors, which its process keeps (NOTE [Queue objects and descriptors]).
-// A kill runs no hook: that loses what the backlog held, and a bounded queue keeps their
-// slots (as torch's semaphore does), for SIGTERM too. Not handled here: a signal handled in
-// JavaScript waits for the event loop, so a child busy in a synchronous loop would no longer
-// die of it at once. A thread child gives them back (NOTE [Stopping a thread child]).
-// First of the exit hooks: the references given back are dropped through segment headers
-// that the allocator's own exit hook unmaps (allocator.ts), and a creator waiting for its
-// segment is woken through them.
-const backlogged = new Set<Endpoint>();
-process.prependListener('exit', dropBacklogs);
-
-/** Gives back every frame not sent yet, in every endpoint of this thread. */
-function dropBacklogs(): void {
-  for (const e of backlogged) {
-    if (isMainThread) e.dropBacklog();
-    else e.closeAtExit();
-  }
-}
-
 /** recv's slot probe found the descriptor table full: nothing was taken (NOTE [Receiving descriptors]). */
 function isProbeFailure(e: unknown): boolean {
   const err = e as { code?: string; syscall?: string };
   return (err.code === 'EMFILE' || err.code === 'ENFILE') && err.syscall !== 'recvmsg';
-}
-
-function timedOut(timeout: number, onTimeout: ((timeout: number) => Error) | undefined): Error {
-  return onTimeout?.(timeout) ?? new Error(`Nothing arrived within ${timeout} ms.`);
 }
