@@ -1,6 +1,7 @@
 // spawn() and startProcesses(): check everything, then start nprocs children that each run
 // fn(i, ...args), and either join them or hand back their ProcessContext.
-import { InvalidArgumentError, describeValue } from '../errors.js';
+import { InvalidArgumentError } from '../errors.js';
+import { describeValue } from '../describe-value.js';
 import { encodeArgs } from './args-encode.js';
 import { checkNotLoading } from './bootstrap.js';
 import type { ChildHandle } from './child-handle.js';

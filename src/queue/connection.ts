@@ -3,7 +3,8 @@
 // for one process at each end at a time; several readers of one end would each take whole
 // messages, never parts.
 import { addon, systemError } from '../native/index.js';
-import { InvalidArgumentError, describeValue } from '../errors.js';
+import { InvalidArgumentError } from '../errors.js';
+import { describeValue } from '../describe-value.js';
 import { Endpoint, checkTimeout, registerReduction } from '../transport/index.js';
 import { checkState, remember, keyOrClose, reuseOrAdopt, track, untrack } from './lifetime.js';
 

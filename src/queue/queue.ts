@@ -2,7 +2,8 @@
 // processes and threads; `maxsize` backpressure (NOTE [Queue slots]); messages as in NOTE
 // [Frames]; descriptors as in NOTE [Queue objects and descriptors].
 import { addon, systemError } from '../native/index.js';
-import { InvalidArgumentError, QueueEmptyError, QueueFullError, describeValue } from '../errors.js';
+import { InvalidArgumentError, QueueEmptyError, QueueFullError } from '../errors.js';
+import { describeValue } from '../describe-value.js';
 import { Endpoint, checkMessage, registerReduction, settled, timeoutOption, type Frame } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { Slots } from './slots.js';

@@ -1,6 +1,7 @@
 // The `timeout` option of every wait in tensorproc (get, put, poll, wait, acquire), checked
 // once, and the error a receive that timed out rejects with.
-import { InvalidArgumentError, describeValue } from '../errors.js';
+import { InvalidArgumentError } from '../errors.js';
+import { describeValue } from '../describe-value.js';
 
 /** The timeout of an options object (`{ timeout }`), which must be an object if given. */
 export function timeoutOption(options: unknown): number | null {

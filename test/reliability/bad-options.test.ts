@@ -54,3 +54,7 @@ test('a bad value whose toString is not callable, or a revoked Proxy, is still n
   assert.throws(() => mp.Pipe(hostile()), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
   assert.throws(() => mp.spawn({ module: new URL(import.meta.url), export: 'none' }, { nprocs: hostile(), join: false }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
 });
+
+test('describeValue, the helper of these messages, is not part of the public API', () => {
+  assert.equal('describeValue' in mp, false);
+});
