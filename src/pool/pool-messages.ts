@@ -27,6 +27,7 @@ export const TARGET = 2;
 export const READY = 3;
 export const DONE = 4;
 export const INIT_FAILED = 5;
+import type { Call, Taken } from './pool-calls.js';
 
 /** Fields of a group in a RUN message. */
 export const GROUP_FIELDS = 7;
@@ -148,4 +149,30 @@ export function joinItems(parts: ArrayLike<unknown>[]): ArrayLike<unknown> {
   const out: unknown[] = [];
   for (const p of parts) for (let i = 0; i < p.length; i++) out.push(p[i]);
   return packNumbers(out);
+}
+
+/** The RUN message of chunks `taken`, the first numbered `firstSeq` (NOTE [Pool protocol]). */
+export function runMessage(firstSeq: number, taken: readonly Taken[]): unknown[] {
+  const msg: unknown[] = [RUN, firstSeq];
+  let parts: ArrayLike<unknown>[] = [];
+  let groupCall: Call | null = null;
+  let full = false;
+  let at = 0;
+  for (const t of taken) {
+    const c = t.call;
+    // A chunk continues the group of the chunk before it if it is of the same call, and
+    // that one was full (only a group's last chunk may be short).
+    if (groupCall !== c || !full) {
+      at = msg.length;
+      parts = [];
+      groupCall = c;
+      msg.push(c.target, c.slot, c.gen, c.mode | (c.abortable ? MODE_ABORTABLE : 0), c.chunkLen, 0, parts);
+    }
+    parts.push(t.items);
+    full = t.items.length === c.chunkLen;
+    msg[at + 5] = (msg[at + 5] as number) + 1;
+  }
+  // NOTE [Packed numbers]: a long group of numbers travels as one typed array.
+  for (let g = 2 + GROUP_FIELDS - 1; g < msg.length; g += GROUP_FIELDS) msg[g] = joinItems(msg[g] as ArrayLike<unknown>[]);
+  return msg;
 }

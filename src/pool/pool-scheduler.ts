@@ -1,10 +1,11 @@
 // The Pool's parent side: which worker holds which chunks, batches to and from them, and
 // what happens when one dies (NOTE [Pool protocol], NOTE [Pool control block])
-// (NOTE [Pool windows] in pool-worker-state.ts, NOTE [Pool aborts] in pool-aborts.ts).
-import { checkMessage, encodeMessage, type Frame } from '../transport/index.js';
+// (NOTE [Pool windows] in pool-worker-state.ts, NOTE [Pool aborts] in pool-aborts.ts,
+// NOTE [Pool redispatch] in pool-redispatch.ts).
+import { encodeMessage, type Frame } from '../transport/index.js';
 import type { TargetSpec } from '../process/target.js';
 import type { StartMethod } from '../process/index.js';
-import { PoolBrokenError, ProcessExitedException, TooManyDescriptorsError } from '../errors.js';
+import { PoolBrokenError } from '../errors.js';
 import type { SerializedError } from '../process/messages.js';
 import { WorkerSet, type WorkerExit } from './worker-set.js';
 import { ControlBlock } from './control-block.js';
@@ -13,8 +14,9 @@ import type { Call, CallHost, Taken } from './pool-calls.js';
 import type { PoolWorkerStart } from './pool-worker.js';
 import { MASK, WorkerState } from './pool-worker-state.js';
 import { stopRunning } from './pool-aborts.js';
+import { RetryQueue, spent } from './pool-redispatch.js';
 import {
-  CALL_SLOTS, DONE, FAILED, GROUP_FIELDS, INIT_FAILED, MAX_BATCH, MODE_ABORTABLE, NO_SLOT, OK, READY, RUN, TARGET, controlWords, genWord, joinItems,
+  CALL_SLOTS, DONE, FAILED, INIT_FAILED, MAX_BATCH, NO_SLOT, OK, READY, TARGET, controlWords, genWord, runMessage,
 } from './pool-messages.js';
 
 const MAIN = { module: new URL(`./pool-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url), export: 'main' };
@@ -32,12 +34,6 @@ export interface SchedulerOptions {
   onBroken(error: PoolBrokenError): void;
 }
 
-interface Retry {
-  call: Call;
-  index: number;
-  kept: unknown;
-}
-
 export class Scheduler implements CallHost {
   readonly size: number;
   readonly #set: WorkerSet;
@@ -49,7 +45,7 @@ export class Scheduler implements CallHost {
   /** Calls that may still give chunks, in the order they were made (CPython's task queue). */
   #queue: Call[] = [];
   /** Chunks taken back from dead workers, to send before anything else. */
-  #retry: Retry[] = [];
+  readonly #retry = new RetryQueue((call) => this.#chunkFinished(call));
   /** Calls with chunks outstanding or still to give: the pool is busy while there are any. */
   readonly #active = new Set<Call>();
   readonly #freeSlots: number[] = [];
@@ -140,11 +136,7 @@ export class Scheduler implements CallHost {
 
   cancel(call: Call, kill: boolean): void {
     if (call.slot !== NO_SLOT) Atomics.add(this.#ctl, genWord(this.size, call.slot), 1);
-    if (this.#retry.length > 0) {
-      const kept = this.#retry.filter((r) => r.call !== call);
-      for (let k = kept.length; k < this.#retry.length; k++) this.#chunkFinished(call);
-      this.#retry = kept;
-    }
+    this.#retry.drop(call);
     call.exhausted = true;
     if (kill) stopRunning(call, this.#workers, this.#ctl, (id, signal) => this.#set.kill(id, signal));
     this.#checkDone(call);
@@ -190,7 +182,6 @@ export class Scheduler implements CallHost {
     return Math.min(w.window - w.inFlight(), this.#maxTasks - w.assigned);
   }
 
-
   #hasWork(): boolean {
     if (this.#retry.length > 0) return true;
     while (this.#queue.length > 0 && (this.#queue[0]!.exhausted || this.#queue[0]!.settled)) this.#queue.shift();
@@ -203,8 +194,9 @@ export class Scheduler implements CallHost {
       const taken = this.#takeBatch(w, cap);
       if (taken.length === 0) return 0;
       const batch = this.#encodeBatch(id, w, taken);
-      if (batch === 'retry') continue; // too many descriptors: a smaller batch
-      if (batch === null) continue; // some calls could not send their items: they failed, the rest again
+      // Not sent (items that cannot travel failed their calls, or too many descriptors):
+      // the chunks are back in front; a smaller batch.
+      if (batch === null) continue;
       const first = w.nextSeq;
       for (let k = 0; k < taken.length; k++) {
         const t = taken[k]!;
@@ -231,22 +223,7 @@ export class Scheduler implements CallHost {
    */
   #takeBatch(w: WorkerState, max: number): Taken[] {
     const out: Taken[] = [];
-    let only = w.exclusive;
-    for (let r = 0; r < this.#retry.length && out.length < max; ) {
-      const { call, index, kept } = this.#retry[r]!;
-      if (call.settled) {
-        this.#retry.splice(r, 1);
-        this.#chunkFinished(call);
-        continue;
-      }
-      if (only !== null && call !== only) {
-        r++;
-        continue;
-      }
-      this.#retry.splice(r, 1);
-      if (call.abortable) only = call;
-      out.push({ call, index, kept, items: call.resend(index, kept) });
-    }
+    let only = this.#retry.take(out, max, w.exclusive);
     for (let q = 0; q < this.#queue.length && out.length < max; ) {
       const call = this.#queue[q]!;
       if (call.settled || call.exhausted || (only !== null && call !== only)) {
@@ -267,62 +244,20 @@ export class Scheduler implements CallHost {
     return out;
   }
 
-  /** The RUN frame of `taken` (after any TARGET it needs); null or 'retry' when it could not be made. */
-  #encodeBatch(id: number, w: WorkerState, taken: Taken[]): Frame | null | 'retry' {
+  /** The RUN frame of `taken` (after any TARGET it needs); null when it could not be made (NOTE [Pool redispatch]). */
+  #encodeBatch(id: number, w: WorkerState, taken: Taken[]): Frame | null {
     for (const t of taken) {
       if (w.targets.has(t.call.target)) continue;
       const def = this.#targetList[t.call.target]!;
       this.#set.send(id, [TARGET, t.call.target, def.module, def.exportName, def.base]);
       w.targets.add(t.call.target);
     }
-    const msg: unknown[] = [RUN, w.nextSeq];
-    let parts: ArrayLike<unknown>[] = [];
-    let groupCall: Call | null = null;
-    let full = false;
-    let at = 0;
-    for (const t of taken) {
-      const c = t.call;
-      // A chunk continues the group of the chunk before it if it is of the same call, and
-      // that one was full (only a group's last chunk may be short).
-      if (groupCall !== c || !full) {
-        at = msg.length;
-        parts = [];
-        groupCall = c;
-        msg.push(c.target, c.slot, c.gen, c.mode | (c.abortable ? MODE_ABORTABLE : 0), c.chunkLen, 0, parts);
-      }
-      parts.push(t.items);
-      full = t.items.length === c.chunkLen;
-      msg[at + 5] = (msg[at + 5] as number) + 1;
-    }
-    // NOTE [Packed numbers]: a long group of numbers travels as one typed array.
-    for (let g = 2 + GROUP_FIELDS - 1; g < msg.length; g += GROUP_FIELDS) msg[g] = joinItems(msg[g] as ArrayLike<unknown>[]);
     try {
-      return encodeMessage(msg);
+      return encodeMessage(runMessage(w.nextSeq, taken));
     } catch (e) {
-      return this.#unsendable(taken, e);
+      this.#retry.refuse(taken, e, (call) => this.cancel(call, false));
+      return null;
     }
-  }
-
-  /** A batch that cannot be encoded: fail the calls whose items cannot travel, and take the rest back. */
-  #unsendable(taken: Taken[], e: unknown): null | 'retry' {
-    let culprit = false;
-    for (const t of taken) {
-      if (t.call.settled) continue;
-      try {
-        checkMessage(t.items, 'items');
-      } catch (err) {
-        culprit = true;
-        this.cancel(t.call, false);
-        t.call.fail(err);
-      }
-    }
-    if (!culprit && !(e instanceof TooManyDescriptorsError && taken.length > 1)) {
-      // Nothing to blame on one call: all of them fail with it (not seen to happen).
-      for (const t of taken) if (!t.call.settled) t.call.fail(e);
-    }
-    // Back in front, in order: the settled ones are let go when next taken.
-    this.#retry.unshift(...taken.map((t) => ({ call: t.call, index: t.index, kept: t.kept })));
-    return culprit ? null : 'retry';
   }
 
   // --- results and exits ---------------------------------------------------------------------
@@ -374,11 +309,8 @@ export class Scheduler implements CallHost {
     }
     w.doneSeq = (first + count) | 0;
     w.observe(m[3] as number, count);
-    if (w.assigned >= this.#maxTasks && w.inFlight() === 0 && w.alive && !this.#stopping) {
-      // maxtasksperchild: every chunk it was given is back; a new process takes its place.
-      this.#set.replace(id);
-      w.reset();
-    }
+    // maxtasksperchild: every chunk it was given is back; a new process takes its place.
+    if (spent(w, this.#maxTasks) && !this.#stopping) this.#renew(id, w);
     this.#pump();
   }
 
@@ -387,35 +319,20 @@ export class Scheduler implements CallHost {
     w.alive = false;
     if (w.killTimer !== null) clearTimeout(w.killTimer);
     w.killTimer = null;
-    const p = Atomics.load(this.#ctl, id);
-    const back: Retry[] = [];
-    for (let seq = w.doneSeq; seq !== w.nextSeq; seq = (seq + 1) | 0) {
-      const at = seq & MASK;
-      const call = w.calls[at]!;
-      const index = w.index[at]!;
-      const kept = w.kept[at];
-      w.calls[at] = null;
-      w.kept[at] = undefined;
-      const started = ((seq - p) | 0) <= 0;
-      if (call.settled) this.#chunkFinished(call);
-      else if (!started) back.push({ call, index, kept });
-      else {
-        call.failed(index, lostError(id, exit));
-        this.#chunkFinished(call);
-      }
-    }
-    w.doneSeq = w.nextSeq;
-    w.exclusive = null;
-    w.exclusiveCount = 0;
-    this.#retry.unshift(...back);
+    this.#retry.takeBack(id, w, Atomics.load(this.#ctl, id), exit);
     if (this.#broken || this.#stopping) return;
     if (!w.ready && !w.stoppedForAbort && ++this.#startFailures >= MAX_START_FAILURES) {
       this.#fail(new PoolBrokenError(`${MAX_START_FAILURES} workers in a row ended before they were ready (the last: ${exit.error?.message ?? `exit code ${exit.exitCode}`}); the pool stops trying.`, { cause: exit.error }));
       return;
     }
+    this.#renew(id, w);
+    this.#pump();
+  }
+
+  /** A new process for worker id `id`. */
+  #renew(id: number, w: WorkerState): void {
     this.#set.replace(id);
     w.reset();
-    this.#pump();
   }
 
   #chunkFinished(call: Call): void {
@@ -482,7 +399,7 @@ export class Scheduler implements CallHost {
     this.#control.close();
     this.#start = null;
     for (const w of this.#workers) w.clear();
-    this.#retry = [];
+    this.#retry.clear();
     this.#queue = [];
     this.#active.clear();
   }
@@ -491,9 +408,4 @@ export class Scheduler implements CallHost {
   pending(): Call[] {
     return [...this.#active].filter((c) => !c.settled);
   }
-}
-
-/** What a chunk lost with its worker rejects with: how the worker ended (exit code 0 included, mid-task). */
-function lostError(id: number, exit: WorkerExit): Error {
-  return exit.error ?? new ProcessExitedException(`process ${id} terminated with exit code ${exit.exitCode}`, id, exit.pid, exit.exitCode);
 }
