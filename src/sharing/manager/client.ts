@@ -42,6 +42,21 @@ const MAX_SPAWNS = 5;
 /** Connections in a row that a manager closed before welcoming us: then something is wrong with it. */
 const MAX_REFUSALS = 3;
 
+// NOTE [No goodbye after the parent]
+// The manager reads a goodbye as "let go on purpose" and keeps that process's messages in
+// flight for the clean grace (and while users live), where a process killed without one
+// gets the crash grace (NOTE [The file_system manager]). A child of tensorproc dies with its
+// parent by SIGKILL (NOTE [No orphans]), but it may notice the death first, at the end of its
+// control channel, or by a failed send, and exit through its exit hooks: it then said
+// goodbye, and when a whole killed pipeline did so, its messages in flight waited the clean
+// grace from the children's exit, past the 2 s promised from the parent's kill (fault
+// campaign kill-parent:1879986325, 2,035 ms, the manager logging the killed children as
+// "left"). So a process whose parent changed since this module loaded (it was reparented:
+// its parent died) says no goodbye: what it leaves in flight was for processes that go down
+// with it, and it leaves as a killed process does, whichever way it noticed.
+const parentAtLoad = addon.getppid();
+const parentGone = (): boolean => addon.getppid() !== parentAtLoad;
+
 type State = 'off' | 'connecting' | 'connected' | 'unavailable';
 
 
@@ -185,9 +200,14 @@ export class ManagerClient {
   #closeIfUnused(): void {
     if (this.#state !== 'connected' || this.#mapped.size > 0 || this.#readyWaiters.length > 0 || this.#syncs.size > 0) return;
     this.#flush();
-    this.#send({ t: 'bye' });
+    this.#goodbye();
     this.#disconnect();
     this.#state = 'off';
+  }
+
+  /** Says goodbye, unless this process's parent is gone (NOTE [No goodbye after the parent]). */
+  #goodbye(): void {
+    if (!parentGone()) this.#send({ t: 'bye' });
   }
 
   #disconnect(): void {
@@ -227,7 +247,7 @@ export class ManagerClient {
       onExit(() => {
         if (this.#state !== 'connected') return;
         this.#flush();
-        this.#send({ t: 'bye' });
+        this.#goodbye();
       });
     }
     void this.#connect().catch((e: Error) => this.#giveUp(e.message));
