@@ -160,7 +160,8 @@ export class Segment {
 
   /** Maps a named segment (file_system). */
   static openName(name: string, nbytes: number): Segment {
-    if (typeof name !== 'string' || !name.startsWith(`/${SHM_PREFIX}`) || name.includes('/', 1)) {
+    // A NUL would end the name shm_open sees early: another name than the one keyed here.
+    if (typeof name !== 'string' || !name.startsWith(`/${SHM_PREFIX}`) || name.includes('/', 1) || name.includes('\0')) {
       throw new BadHandleError(`${JSON.stringify(name)} is not a tensorproc segment name.`);
     }
     let fd: number;
@@ -170,7 +171,13 @@ export class Segment {
       throw systemError(e, `opening shared segment ${name}`);
     }
     try {
-      const [size] = addon.fstat(fd);
+      const [size, , , mode, uid] = addon.fstat(fd);
+      // Only a regular file of this user is a segment of ours: a process running as root could
+      // otherwise be sent the name of another user's file, and count references in it and
+      // remove it at its release (found by the fault campaign's garbage kind).
+      if ((mode & 0o170000) !== 0o100000 || uid !== process.geteuid!()) {
+        throw new BadHandleError(`${name} is not a segment of this user (a file of uid ${uid}, or not a regular file): the handle is not from tensorproc.`);
+      }
       const seg = Segment.#open('file_system', name, `fs:${name}`, fd, size, nbytes);
       managerClient.noteMapped(name);
       return seg;
