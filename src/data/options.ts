@@ -1,6 +1,7 @@
 // DataLoader options: checked once, with torch's rules for which ones go together
 // (dataloader.py __init__), and turned into the settings the iterators use.
 import { InvalidArgumentError } from '../errors.js';
+import { describeValue } from '../describe-value.js';
 import type { CollateFn, ConvertFn } from './fetch.js';
 import { Generator, checkSeed } from './generator.js';
 import { checkBatchSize } from './sampler.js';
@@ -71,7 +72,7 @@ const KNOWN = new Set(['batchSize', 'shuffle', 'sampler', 'batchSampler', 'dropL
 function bool(o: DataLoaderOptions, key: keyof DataLoaderOptions, dflt: boolean): boolean {
   const v = o[key];
   if (v === undefined) return dflt;
-  if (typeof v !== 'boolean') throw new InvalidArgumentError(`${key} must be a boolean (got ${String(v)}).`);
+  if (typeof v !== 'boolean') throw new InvalidArgumentError(`${key} must be a boolean (got ${describeValue(v)}).`);
   return v;
 }
 
@@ -79,7 +80,7 @@ function count(o: DataLoaderOptions, key: keyof DataLoaderOptions, dflt: number,
   const v = o[key];
   if (v === undefined) return dflt;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min) {
-    throw new InvalidArgumentError(`${key} must be an integer >= ${min} (got ${String(v)}).`);
+    throw new InvalidArgumentError(`${key} must be an integer >= ${min} (got ${describeValue(v)}).`);
   }
   return v;
 }
@@ -122,12 +123,12 @@ export function parseOptions(options: DataLoaderOptions | undefined): Settings {
   if (numWorkers === 0 && o.prefetchFactor !== undefined) throw new InvalidArgumentError('prefetchFactor needs numWorkers > 0: it is how many batches each worker works ahead.');
   if (numWorkers === 0 && persistentWorkers) throw new InvalidArgumentError('persistentWorkers needs numWorkers > 0: there are no workers to keep.');
   const timeout = o.timeout ?? 0;
-  if (typeof timeout !== 'number' || !(timeout >= 0)) throw new InvalidArgumentError(`timeout must be a number of milliseconds >= 0 (got ${String(timeout)}).`);
+  if (typeof timeout !== 'number' || !(timeout >= 0)) throw new InvalidArgumentError(`timeout must be a number of milliseconds >= 0 (got ${describeValue(timeout)}).`);
   if (o.seed !== undefined && o.generator !== undefined) throw new InvalidArgumentError('Pass seed or generator, not both.');
   if (o.generator !== undefined && !(o.generator instanceof Generator)) throw new InvalidArgumentError('generator must be a tensorproc Generator (new mp.Generator(seed)).');
   const generator = o.generator ?? new Generator(o.seed === undefined ? undefined : checkSeed(o.seed));
   const startMethod = o.startMethod ?? 'spawn';
-  if (startMethod !== 'spawn' && startMethod !== 'thread') throw new InvalidArgumentError(`startMethod must be 'spawn' or 'thread' (got ${String(startMethod)}).`);
+  if (startMethod !== 'spawn' && startMethod !== 'thread') throw new InvalidArgumentError(`startMethod must be 'spawn' or 'thread' (got ${describeValue(startMethod)}).`);
   return {
     batchSize: o.batchSampler !== undefined ? 1 : batchSize,
     shuffle,

@@ -58,3 +58,18 @@ test('a bad value whose toString is not callable, or a revoked Proxy, is still n
 test('describeValue, the helper of these messages, is not part of the public API', () => {
   assert.equal('describeValue' in mp, false);
 });
+
+// The DataLoader's options named a bad value with String() too: a timeout (or shuffle,
+// numWorkers, startMethod) whose toString is not callable threw the engine's TypeError.
+test("DataLoader options whose value cannot be turned into a string are refused with a coded error naming it", () => {
+  const hostile = (): any => ({ toString: 'x', valueOf: 1 });
+  const data = [1, 2, 3];
+  for (const key of ['timeout', 'shuffle', 'numWorkers', 'startMethod']) {
+    assert.throws(
+      () => new mp.DataLoader(data, { [key]: hostile() }),
+      (e: any) => isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT')(e) && e.message.startsWith(key) && /\[object Object\]/.test(e.message),
+      key,
+    );
+    assert.throws(() => new mp.DataLoader(data, { [key]: Object.create(null) }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'), key);
+  }
+});
