@@ -19,9 +19,11 @@ import { Prng } from './prng.js';
 //  - low-fd: a producer under an open-file limit of 256 goes on while its consumer holds
 //    more tensors than that; a consumer under a limit of 128 gets ERR_TP_TOO_MANY_FILES and
 //    the message at its next get.
-//  - low-fd-consumer: a consumer under an open-file limit of 128 keeps what it gets; where it
-//    runs out, its get is ERR_TP_TOO_MANY_FILES and, once it lets go of some, the same
-//    message; every message once, in order.
+//  - low-fd-consumer: a consumer under an open-file limit of 128 keeps what it gets, and at a
+//    point drawn from the seed fills its descriptor table with /dev/null (tensors alone never
+//    run it out: the library sheds the descriptors it keeps); its next get must be
+//    ERR_TP_TOO_MANY_FILES and, once it lets go of some, the same message; every message
+//    once, in order.
 //  - shm-full: in a private tmpfs over /dev/shm (a mount namespace: needs root), a producer
 //    fills it while its consumer holds; it gets ERR_TP_SHM_FULL, and goes on once the
 //    consumer lets go.

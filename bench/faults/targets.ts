@@ -2,7 +2,7 @@
 // tensor with its own id, consumers that check every tensor twice (when it arrives and again
 // before they let go of it, so that a segment reused under a holder shows) and mark what they
 // got in a shared tensor, and holders that keep what they got until they are killed.
-import { readdirSync } from 'node:fs';
+import { closeSync, openSync, readdirSync } from 'node:fs';
 import * as mp from '../../src/index.js';
 
 /** The value every element of message `seq` of producer `from` holds. */
@@ -209,19 +209,43 @@ export async function holdAndMake(_i: number, ch: Channel, out: mp.SimpleQueue<u
   await new Promise(() => {});
 }
 
+/** Opens /dev/null until the descriptor table is full (EMFILE); returns what it opened. */
+function fillDescriptorTable(): number[] {
+  const files: number[] = [];
+  try {
+    for (;;) files.push(openSync('/dev/null', 'r'));
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'EMFILE') {
+      for (const f of files) closeSync(f);
+      throw e;
+    }
+  }
+  return files;
+}
+
 /**
  * A consumer under a low open-file limit (the parent lowers it before `started`): takes
- * `count` messages of producer 0 and keeps their tensors; a get out of descriptors must be
- * ERR_TP_TOO_MANY_FILES with the message still there, so it lets go of half of what it
- * holds and gets again, expecting the very message it was refused.
+ * `count` messages of producer 0 and keeps their tensors. After `fillAt` of them it gives back
+ * what the library keeps (emptyCache) and fills its descriptor table itself (the library
+ * sheds the descriptors it keeps for held tensors when one is needed, NOTE [Kept
+ * descriptors], so holding tensors alone never runs a receive out). A get out of descriptors must be ERR_TP_TOO_MANY_FILES with the
+ * message still there: it lets go of half of what it holds and of two of its files, and
+ * gets again, expecting the very message it was refused.
  */
-export async function consumeUnderLimit(_i: number, ch: Channel, out: mp.SimpleQueue<unknown>, started: mp.Event, elements: number, count: number): Promise<void> {
+export async function consumeUnderLimit(_i: number, ch: Channel, out: mp.SimpleQueue<unknown>, started: mp.Event, elements: number, count: number, fillAt: number): Promise<void> {
   if (!(await started.wait(20_000))) throw new Error('never told to start');
   const held: mp.Tensor[] = [];
   const problems: string[] = [];
+  let files: number[] | null = null;
   let errors = 0;
   let mostHeld = 0;
   for (let seq = 0; seq < count && problems.length < 5; ) {
+    if (seq === fillAt && files === null) {
+      // Given back first: the descriptors kept for held tensors and the receive reserve, which
+      // the library would otherwise shed for the next receive (then nothing ever runs out).
+      mp.emptyCache();
+      files = fillDescriptorTable();
+    }
     let m: unknown;
     try {
       m = await get(ch);
@@ -235,6 +259,7 @@ export async function consumeUnderLimit(_i: number, ch: Channel, out: mp.SimpleQ
         break;
       }
       for (const x of held.splice(0, Math.ceil(held.length / 2))) x.release();
+      for (let k = 0; k < 2 && files !== null && files.length > 0; k++) closeSync(files.pop()!);
       mp.emptyCache();
       continue;
     }
@@ -245,6 +270,7 @@ export async function consumeUnderLimit(_i: number, ch: Channel, out: mp.SimpleQ
     mostHeld = Math.max(mostHeld, held.length);
     seq++;
   }
+  for (const f of files ?? []) closeSync(f);
   for (const x of held) x.release();
   await out.put({ problems, errors, mostHeld });
   for (const x of [ch, out, started]) x.close();

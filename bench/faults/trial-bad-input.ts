@@ -4,7 +4,9 @@
 // and some only as "either" (values the API may take or refuse, huge shapes): a wrong case
 // must be refused with a coded error (ERR_TP_*), a valid one must work, no error may be
 // uncoded, no call may hang, and a get refused for its options leaves the message for the
-// next get (nothing lost). The runner checks afterwards that nothing was left behind.
+// next get (nothing lost), a refused put leaves nothing in the queue and a valid put after it
+// arrives, and an accepted put arrives (a put that was lost is a failure, not a refusal). The
+// runner checks afterwards that nothing was left behind.
 import fc from 'fast-check';
 import * as mp from '../../src/index.js';
 import type { Trial } from './trial-kit.js';
@@ -14,6 +16,23 @@ export const BAD_INPUT_CASES = 300;
 const CALL_MS = 10_000;
 
 type Verdict = 'valid' | 'wrong' | 'either';
+/** A check of a case that failed (a message lost or left behind): a failure of its own kind, never a refusal. */
+class Broken extends Error {
+  constructor(readonly kind: string, message: string) {
+    super(message);
+  }
+}
+
+/** The next message of `q`, which must be there: a get that finds none means it was lost. */
+async function arrival(q: mp.Queue<unknown>, what: string): Promise<unknown> {
+  try {
+    return await q.get({ timeout: CALL_MS / 2 });
+  } catch (e) {
+    if (e instanceof mp.QueueEmptyError) throw new Broken('lost', `${what} never arrived (a get of ${CALL_MS / 2} ms found the queue empty)`);
+    throw e;
+  }
+}
+
 interface Case {
   what: string;
   verdict: Verdict;
@@ -87,8 +106,20 @@ function cases(q: mp.Queue<unknown>): fc.Arbitrary<Case> {
       what: `put(${show(v)}, ${show(o.value)}) then get()`,
       verdict: o.verdict === 'wrong' ? 'wrong' : 'either',
       run: async () => {
-        await q.put(live(v), live(o.value) as never);
-        const got = await q.get({ timeout: CALL_MS });
+        try {
+          await q.put(live(v), live(o.value) as never);
+        } catch (e) {
+          // Refused: nothing of it may be in the queue, and a valid put after it arrives first.
+          await q.put('after a refused put');
+          const next = await arrival(q, 'a valid put after a refused one');
+          if (next !== 'after a refused put') {
+            if (next instanceof mp.Tensor) next.release();
+            throw new Broken('left-behind', `a refused put (${String((e as Error)?.message).slice(0, 120)}) left ${show(next)} in the queue`);
+          }
+          throw e;
+        }
+        // Accepted: it must arrive (a timeout here is a lost message, not a refusal).
+        const got = await arrival(q, 'an accepted put');
         if (got instanceof mp.Tensor) got.release();
       },
     })),
@@ -101,8 +132,8 @@ function cases(q: mp.Queue<unknown>): fc.Arbitrary<Case> {
           if ((await q.get(live(o.value) as never)) !== 'waiting') throw new Error('a get returned another message');
         } catch (e) {
           // Refused for its options: the message must still be there.
-          const left = await q.get({ timeout: CALL_MS }).catch((e2: unknown) => e2);
-          if (left !== 'waiting') throw new Error(`the message was lost with a refused get (${String(e)}): the next get gave ${String(left)}`);
+          const left = await q.get({ timeout: CALL_MS / 2 }).catch((e2: unknown) => e2);
+          if (left !== 'waiting') throw new Broken('lost', `the message was lost with a refused get (${String(e)}): the next get gave ${show(left)}`);
           throw e;
         }
       },
@@ -129,7 +160,8 @@ export async function badInput(t: Trial): Promise<void> {
         t.fail('hang', `${c.what} did not settle within ${CALL_MS} ms`);
         break; // the queue may now hold a stray message: the rest would not judge this case alone
       }
-      if (error !== null && !mp.isTensorprocError(error)) t.fail('uncoded-error', `${c.what}: ${String((error as Error)?.stack ?? error).slice(0, 300)}`);
+      if (error instanceof Broken) t.fail(error.kind, `${c.what}: ${error.message}`);
+      else if (error !== null && !mp.isTensorprocError(error)) t.fail('uncoded-error', `${c.what}: ${String((error as Error)?.stack ?? error).slice(0, 300)}`);
       else if (error !== null && c.verdict === 'valid') t.fail('refused-valid', `${c.what}: ${(error as Error).message.slice(0, 200)}`);
       else if (error === null && c.verdict === 'wrong') t.fail('accepted-wrong', `${c.what} was accepted`);
       counts[error !== null ? 'refused' : c.verdict === 'either' ? 'either' : 'valid']++;

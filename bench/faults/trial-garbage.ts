@@ -1,15 +1,17 @@
 // The garbage trial of the fault campaign (NOTE [Fault trials] in plan.ts): this process, a
 // peer of the same user, writes into a channel's socket the datagrams no tensorproc process
 // sends: frames of real messages with bytes flipped, cut short or lengthened, descriptors
-// dropped or foreign ones added, random bytes, empty datagrams. A consumer child gets each:
-// a value or a coded error, never a crash, a hang or a leaked descriptor, and the real
-// message after them all.
+// dropped or foreign ones added, random bytes, empty datagrams; under file_system, tensor
+// frames naming what no segment is (garbage-names.ts). A consumer child gets each: a value
+// or a coded error (a hostile name: a coded error), never a crash, a hang or a leaked
+// descriptor, and the real message after them all.
 import { closeSync, ftruncateSync, openSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as mp from '../../src/index.js';
 import { addon } from '../../src/native/index.js';
 import { MAX_FRAME, encodeMessage } from '../../src/transport/index.js';
+import { hostileNames, type HostileNames } from './garbage-names.js';
 import { Prng } from './prng.js';
 import { put, type GarbageAck } from './targets.js';
 import { joinClean, makeChannel, target, type Trial } from './trial-kit.js';
@@ -117,17 +119,30 @@ export async function garbage(t: Trial): Promise<void> {
   const tensors = p.strategy === 'file_descriptor';
   const keep: mp.Tensor[] = [];
   const counts = new Map<string, number>();
+  let names: HostileNames | null = null;
   try {
+    names = tensors ? null : hostileNames();
     for (let k = 0; k < GARBAGE_DATAGRAMS; k++) {
-      const base = baseMessage(r, k, tensors);
-      keep.push(...base.tensors);
-      const frame = encodeMessage(base.value);
-      const m = mutate(r, frame.bytes, [...frame.fds], devNull, foreign);
-      t.phase(`datagram ${k}: a frame of ${frame.bytes.length} bytes and ${frame.fds.length} descriptor(s), ${m.how}`);
-      if (addon.send(sendFd, m.bytes, Int32Array.from(m.fds)) < 0) t.fail('error', `datagram ${k} did not fit in the socket`);
-      if (base.tensors.length === 0) frame.abandon();
+      let m: { bytes: Uint8Array; fds: number[]; how: string };
+      let hostile = false;
+      if (names !== null && r.next() < 0.4) {
+        const n = names.frame(r);
+        m = { bytes: n.bytes, fds: r.next() < 0.2 ? [devNull] : [], how: n.how };
+        hostile = true;
+        t.phase(`datagram ${k}: ${m.how}`);
+        if (addon.send(sendFd, m.bytes, Int32Array.from(m.fds)) < 0) t.fail('error', `datagram ${k} did not fit in the socket`);
+      } else {
+        const base = baseMessage(r, k, tensors);
+        keep.push(...base.tensors);
+        const frame = encodeMessage(base.value);
+        m = mutate(r, frame.bytes, [...frame.fds], devNull, foreign);
+        t.phase(`datagram ${k}: a frame of ${frame.bytes.length} bytes and ${frame.fds.length} descriptor(s), ${m.how}`);
+        if (addon.send(sendFd, m.bytes, Int32Array.from(m.fds)) < 0) t.fail('error', `datagram ${k} did not fit in the socket`);
+        if (base.tensors.length === 0) frame.abandon();
+      }
       const ack = (await acks.get()) as GarbageAck;
       if (ack.uncoded) t.fail('uncoded-error', `datagram ${k} (${m.how}): ${ack.uncoded}`);
+      else if (hostile && ack.got !== undefined) t.fail('accepted-hostile', `datagram ${k} (${m.how}) was received as a ${ack.got}`);
       const key = ack.code ?? 'a value';
       counts.set(key, (counts.get(key) ?? 0) + 1);
     }
@@ -137,8 +152,11 @@ export async function garbage(t: Trial): Promise<void> {
     if (end.fdsAfter > end.fdsBefore) t.fail('fd-leak', `the consumer had ${end.fdsBefore} descriptors open before the garbage and ${end.fdsAfter} after`);
     if (end.room !== null && end.room !== p.maxsize) t.fail('slots', `the emptied Queue(${p.maxsize}) took ${end.room} messages after the garbage, not ${p.maxsize}`);
     await joinClean(t, ctx, 'consumer');
+    const touched = names?.check() ?? null;
+    if (touched !== null) t.fail('foreign-touched', touched);
     t.stats.outcomes = Object.fromEntries(counts);
   } finally {
+    names?.close();
     for (const f of foreign) if (f.fd !== sendFd) closeSync(f.fd);
     for (const x of keep) x.release();
     ch.close();

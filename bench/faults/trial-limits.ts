@@ -103,7 +103,9 @@ export async function lowFdConsumer(t: Trial): Promise<void> {
   const ch = makeChannel(p);
   const out = new mp.SimpleQueue<{ problems: string[]; errors: number; mostHeld: number }>();
   const started = new mp.Event();
-  const cons = mp.spawn(target('consumeUnderLimit'), { args: [ch.consumerEnd, out, started, elementsOf(p), p.count], join: false });
+  // Where the consumer fills its descriptor table (from the seed): at its first get, or later.
+  const fillAt = new Prng(p.seed ^ 0x165667b1).pick([0, 1, 10, 100, 300]);
+  const cons = mp.spawn(target('consumeUnderLimit'), { args: [ch.consumerEnd, out, started, elementsOf(p), p.count, fillAt], join: false });
   t.phase('started', { consumer: cons.pids() });
   execFileSync('prlimit', ['--pid', String(cons.pids()[0]), '--nofile=128:128']);
   started.set();
@@ -119,6 +121,9 @@ export async function lowFdConsumer(t: Trial): Promise<void> {
   for (const pr of r.problems) t.fail(pr.startsWith('get:') ? 'get-error' : pr.includes(' where ') ? 'duplicate-or-order' : 'corrupt', `consumer under 128 descriptors: ${pr}`);
   t.stats.tooManyFiles = r.errors;
   t.stats.mostHeld = r.mostHeld;
+  t.stats.fillAt = fillAt;
+  // With its table full, the next get must have found no descriptor: else the limit was never reached.
+  if (r.errors === 0 && r.problems.length === 0) t.fail('never-out', `the consumer filled its descriptor table after ${fillAt} messages and no get ran out`);
   await joinClean(t, cons, 'consumer under 128 descriptors');
   ch.close();
   out.close();
