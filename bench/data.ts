@@ -2,7 +2,8 @@
 // written in full in the worker; epoch 1 with worker start-up, epoch 2 with persistent
 // workers. tensorproc beside torch's DataLoader (bench/anchors/torch-dataloader.py, Debian's
 // python3 with torch) in one run, rounds interleaved so that machine noise hits both alike;
-// then the same with about 1 ms of work per sample, and two limits: the fill limit (one core
+// then the same with about 1 ms of work per sample, once more with the samples left to the
+// garbage collector (no releaseSamples: NOTE [Releasing samples]), and two limits: the fill limit (one core
 // writing each batch once) for epoch 2, and for epoch 1 the start-up floor (two Node
 // processes importing tensorproc at once, as the two workers do before their first batch).
 // One JSON line per trial, then markdown tables of medians, ratios and the bars' verdicts.
@@ -97,6 +98,10 @@ for (let r = 0; r < runs; r++) {
       record('tensorproc', workers, workMs, t.epochs);
     }
   }
+  // The same loader with the samples left to the garbage collector (no releaseSamples).
+  const gc = await w4Trial(2, 0, undefined, false);
+  for (const e of [0, 1]) console.log(JSON.stringify({ workload: 'W4', impl: 'tensorproc, samples to the collector', workers: 2, work_ms: 0, epoch: e + 1, run: r, batches_per_s: +gc.epochs[e]!.toFixed(1) }));
+  record('tensorproc, samples to the collector', 2, 0, gc.epochs);
   fills.push(fillLimit());
   floors.push(await importFloor());
 }
@@ -110,11 +115,11 @@ const ratio = (a: number | undefined, b: number | undefined): string => (a === u
 
 console.log(`\nW4, batches/s (median of ${runs}; ratio to torch with as many workers, same run)\n`);
 const rows: string[][] = [];
-for (const impl of ['torch', 'tensorproc']) {
+for (const impl of ['torch', 'tensorproc', 'tensorproc, samples to the collector']) {
   for (const w of [0, 2]) {
     const e1 = med(impl, w, 0, 0), e2 = med(impl, w, 0, 1);
     if (e1 === undefined) continue;
-    rows.push([`${impl} ${w} workers`, fmt(e1), impl === 'torch' ? '' : ratio(e1, med('torch', w, 0, 0)), fmt(e2), impl === 'torch' ? '' : ratio(e2, med('torch', w, 0, 1))]);
+    rows.push([impl.startsWith('tensorproc,') ? `tensorproc ${w} workers${impl.slice(10)}` : `${impl} ${w} workers`, fmt(e1), impl === 'torch' ? '' : ratio(e1, med('torch', w, 0, 0)), fmt(e2), impl === 'torch' ? '' : ratio(e2, med('torch', w, 0, 1))]);
   }
 }
 rows.push(['fill limit (1 core, each batch written once)', '', '', fmt(median(fills)), '']);

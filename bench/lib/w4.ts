@@ -1,6 +1,10 @@
 // One W4 trial with tensorproc's DataLoader: a new loader (batches of 32 of W4's dataset,
 // shuffled, persistent workers), two epochs timed, each batch released as the consumer's
-// step ends (torch frees it when the loop variable is rebound), then closed.
+// step ends (torch frees it when the loop variable is rebound), then closed. The dataset
+// makes a fresh tensor per sample, so the loader is told that the samples are its own
+// (`releaseSamples`: each is freed once collated, as torch frees it when collate drops the
+// last reference, NOTE [Releasing samples]); `releaseSamples = false` measures the samples
+// left to the garbage collector.
 import * as mp from '../../src/index.js';
 
 export const W4 = { batchSize: 32, batches: 40 } as const;
@@ -18,12 +22,13 @@ const dataset = (workMs: number) => ({
   args: [W4.batchSize * W4.batches, workMs],
 });
 
-export async function w4Trial(workers: number, workMs = 0, onBatch?: () => void): Promise<W4Trial> {
+export async function w4Trial(workers: number, workMs = 0, onBatch?: () => void, releaseSamples = true): Promise<W4Trial> {
   const loader = new mp.DataLoader<[mp.Tensor, mp.Tensor]>(dataset(workMs), {
     batchSize: W4.batchSize,
     shuffle: true,
     numWorkers: workers,
     persistentWorkers: workers > 0,
+    releaseSamples,
   });
   const epochs: number[] = [];
   try {

@@ -3,6 +3,7 @@
 // same code runs in the main process (numWorkers 0) and in each worker.
 import { defaultCollate } from './collate.js';
 import { CollateStream } from './collate-stream.js';
+import { releaseTensors } from './release.js';
 import type { Dataset, MapDataset, IterableDataset } from './dataset.js';
 
 export type CollateFn = (batch: unknown[]) => unknown;
@@ -28,6 +29,18 @@ export interface FetcherOptions {
   dropLast: boolean;
   /** Applied to a batch (batchSize set) or to each sample (batchSize null). */
   collate: CollateFn | ConvertFn;
+  /** Default collate releases each sample's tensors once copied (NOTE [Releasing samples]). */
+  releaseSamples?: boolean;
+}
+
+/** defaultCollate, then the samples' tensors released when the loader owns them (NOTE [Releasing samples]). */
+function collateOwned(collate: CollateFn, samples: unknown[], release: boolean): unknown {
+  if (!release) return collate(samples);
+  try {
+    return collate(samples);
+  } finally {
+    for (const s of samples) releaseTensors(s);
+  }
 }
 
 export function makeFetcher(dataset: Dataset, kind: 'map' | 'iterable', opts: FetcherOptions): Fetcher {
@@ -47,7 +60,7 @@ class MapFetcher implements Fetcher {
     const samples = new Array<unknown>(indices.length);
     // Default collate takes the samples as they come while getItem answers at once (NOTE
     // [Collating as samples come]); the first promise sends the rest to Promise.all.
-    const stream = opts.collate === defaultCollate ? new CollateStream(indices.length) : null;
+    const stream = opts.collate === defaultCollate ? new CollateStream(indices.length, opts.releaseSamples === true) : null;
     let pending = false;
     try {
       for (let k = 0; k < samples.length; k++) {
@@ -62,9 +75,16 @@ class MapFetcher implements Fetcher {
     }
     if (stream !== null) {
       if (!pending) return stream.finish();
-      stream.abandon();
+      let all: unknown[];
+      try {
+        all = await Promise.all(samples);
+      } catch (e) {
+        stream.abandon();
+        throw e;
+      }
+      return stream.collateWith(all);
     }
-    return (opts.collate as CollateFn)(pending ? await Promise.all(samples) : samples);
+    return collateOwned(opts.collate as CollateFn, pending ? await Promise.all(samples) : samples, opts.releaseSamples === true);
   }
 }
 
@@ -91,7 +111,7 @@ class IterableFetcher implements Fetcher {
   }
 
   async fetch(): Promise<unknown> {
-    const { batchSize, dropLast, collate } = this.opts;
+    const { batchSize, dropLast, collate, releaseSamples } = this.opts;
     if (batchSize === null) {
       const s = await this.#next();
       return s === END ? END : (collate as ConvertFn)(s);
@@ -103,7 +123,7 @@ class IterableFetcher implements Fetcher {
       samples.push(s);
     }
     if (samples.length === 0 || (dropLast && samples.length < batchSize)) return END;
-    return (collate as CollateFn)(samples);
+    return collateOwned(collate as CollateFn, samples, releaseSamples === true);
   }
 
   /** Stops the dataset's iterator (its `finally` blocks run), as breaking out of a for-of does. */

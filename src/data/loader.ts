@@ -126,7 +126,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       const wrap = s.collate === undefined && s.batchSize !== null ? disposable : (b: unknown) => b;
       if (s.numWorkers === 0) {
         const collate = (await loadOption(s.collate, 'collate target')) ?? (s.batchSize === null ? defaultConvert : defaultCollate);
-        const fetcher = makeFetcher(dataset, kind, { batchSize: s.batchSize, dropLast: s.dropLast, collate: collate as CollateFn });
+        const fetcher = makeFetcher(dataset, kind, { batchSize: s.batchSize, dropLast: s.dropLast, collate: collate as CollateFn, releaseSamples: s.releaseSamples });
         yield* loadInProcess(epoch, fetcher, wrap, () => this.#endEpoch(epoch));
       } else {
         const workers = await this.#workersFor(epoch, kind);
@@ -169,7 +169,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       };
     })();
     const s = this.#settings;
-    return { ...(await this.#targets), kind, batchSize: s.batchSize, dropLast: s.dropLast, numWorkers: s.numWorkers, baseSeed };
+    return { ...(await this.#targets), kind, batchSize: s.batchSize, dropLast: s.dropLast, releaseSamples: s.releaseSamples, numWorkers: s.numWorkers, baseSeed };
   }
 
   /** The pids of the workers running now (empty when loading in this process, or between non-persistent epochs). */

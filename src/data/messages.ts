@@ -14,6 +14,8 @@ export interface WorkerSpec {
   workerInit: { module: string; export: string } | null;
   batchSize: number | null;
   dropLast: boolean;
+  /** NOTE [Releasing samples]: default collate releases each sample's tensors once copied. */
+  releaseSamples: boolean;
   numWorkers: number;
   /** The worker's seed is baseSeed + its id (torch). */
   baseSeed: number;

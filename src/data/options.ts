@@ -46,6 +46,13 @@ export interface DataLoaderOptions {
   maxWorkerRestarts?: number;
   /** How workers start: 'spawn' (default, a process each) or 'thread' (a worker thread each). */
   startMethod?: StartMethod;
+  /**
+   * The samples getItem returns are the loader's: default collate releases each sample's
+   * tensors once it has copied them into the batch (NOTE [Releasing samples]). For a dataset
+   * that makes a fresh tensor for each sample; one that keeps or shares its samples (a cache,
+   * views of one big tensor) must not set it. Needs default collate and batchSize set.
+   */
+  releaseSamples?: boolean;
 }
 
 export interface Settings {
@@ -64,10 +71,11 @@ export interface Settings {
   inOrder: boolean;
   maxWorkerRestarts: number;
   startMethod: StartMethod;
+  releaseSamples: boolean;
 }
 
 const KNOWN = new Set(['batchSize', 'shuffle', 'sampler', 'batchSampler', 'dropLast', 'collate', 'numWorkers', 'prefetchFactor',
-  'persistentWorkers', 'timeout', 'workerInit', 'seed', 'generator', 'inOrder', 'maxWorkerRestarts', 'startMethod']);
+  'persistentWorkers', 'timeout', 'workerInit', 'seed', 'generator', 'inOrder', 'maxWorkerRestarts', 'startMethod', 'releaseSamples']);
 
 function bool(o: DataLoaderOptions, key: keyof DataLoaderOptions, dflt: boolean): boolean {
   const v = o[key];
@@ -128,6 +136,10 @@ export function parseOptions(options: DataLoaderOptions | undefined): Settings {
   if (o.generator !== undefined && !(o.generator instanceof Generator)) throw new InvalidArgumentError('generator must be a tensorproc Generator (new mp.Generator(seed)).');
   const generator = o.generator ?? new Generator(o.seed === undefined ? undefined : checkSeed(o.seed));
   const startMethod = o.startMethod ?? 'spawn';
+  const releaseSamples = bool(o, 'releaseSamples', false);
+  if (releaseSamples && (batchSize === null || o.collate !== undefined)) {
+    throw new InvalidArgumentError('releaseSamples needs batches made by default collate (batchSize set, no collate): it releases each sample\'s tensors once default collate has copied them into the batch.');
+  }
   if (startMethod !== 'spawn' && startMethod !== 'thread') throw new InvalidArgumentError(`startMethod must be 'spawn' or 'thread' (got ${describeValue(startMethod)}).`);
   return {
     batchSize: o.batchSampler !== undefined ? 1 : batchSize,
@@ -145,6 +157,7 @@ export function parseOptions(options: DataLoaderOptions | undefined): Settings {
     inOrder,
     maxWorkerRestarts: count(o, 'maxWorkerRestarts', 0, 0),
     startMethod,
+    releaseSamples,
   };
 }
 

@@ -47,7 +47,7 @@ export const main = workerMain<[WorkerSpec]>(async ({ id, port, args: [spec] }) 
   // worker's cache and the next batch reuses it. A custom collate (or defaultConvert) may
   // return tensors the dataset keeps: those are left to the garbage collector.
   const ownsBatches = spec.collate === null && spec.batchSize !== null;
-  const opts = { batchSize: spec.batchSize, dropLast: spec.dropLast, collate };
+  const opts = { batchSize: spec.batchSize, dropLast: spec.dropLast, collate, releaseSamples: spec.releaseSamples };
   let fetcher: Fetcher = makeFetcher(dataset, spec.kind, opts);
   const turn = loopTurner();
   for (;;) {
