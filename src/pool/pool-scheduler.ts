@@ -16,7 +16,7 @@ import { MASK, WorkerState } from './pool-worker-state.js';
 import { stopRunning } from './pool-aborts.js';
 import { RetryQueue, spent } from './pool-redispatch.js';
 import {
-  CALL_SLOTS, DONE, FAILED, INIT_FAILED, MAX_BATCH, NO_SLOT, OK, READY, TARGET, controlWords, genWord, runMessage,
+  CALL_SLOTS, DONE, FAILED, INIT_FAILED, BATCH_ITEMS, MAX_BATCH, NO_SLOT, OK, READY, TARGET, controlWords, genWord, runMessage,
 } from './pool-messages.js';
 
 const MAIN = { module: new URL(`./pool-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url), export: 'main' };
@@ -224,7 +224,8 @@ export class Scheduler implements CallHost {
   #takeBatch(w: WorkerState, max: number): Taken[] {
     const out: Taken[] = [];
     let only = this.#retry.take(out, max, w.exclusive);
-    for (let q = 0; q < this.#queue.length && out.length < max; ) {
+    let items = 0;
+    for (let q = 0; q < this.#queue.length && out.length < max && items < BATCH_ITEMS; ) {
       const call = this.#queue[q]!;
       if (call.settled || call.exhausted || (only !== null && call !== only)) {
         q++;
@@ -239,6 +240,7 @@ export class Scheduler implements CallHost {
       call.inFlight++;
       this.#outstanding++;
       if (call.abortable) only = call;
+      items += t.items.length;
       out.push(t);
     }
     return out;

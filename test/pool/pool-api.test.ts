@@ -67,6 +67,14 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
       await blocks(7, 1);
     });
 
+    it('long chunks go to each worker in turn, also once tiny tasks have grown the windows to many chunks', TIMEOUT, async () => {
+      // Windows of hundreds of chunks: one batch of MAX_BATCH chunks once took all 8 of a map.
+      await pool.map(task('square'), range(2_000), { chunksize: 1 });
+      const r = await pool.map<[number, string]>(task('pid'), range(40_000)); // 8 chunks of 5,000
+      assert.equal(new Set(r.map(([, p]) => p)).size, 2, 'every chunk ran in one worker');
+      r.forEach(([x], i) => assert.equal(x, i));
+    });
+
     it('starmap, apply, and async functions', TIMEOUT, async () => {
       assert.deepEqual(await pool.starmap(task('add'), [[1, 2], [3, 4], [5, 6]]), [3, 7, 11]);
       assert.equal(await pool.apply(task('add'), [20, 22]), 42);
