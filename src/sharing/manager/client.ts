@@ -13,14 +13,10 @@
 // If it cannot be reached, a ManagerUnavailableError is emitted as a warning, once, and
 // segments go on working; it is tried again with a later segment.
 import { onExit } from '../../exit-hooks.js';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { dirname, extname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { addon, EAGAIN, POLL_READABLE, POLL_WRITABLE, RECV_NO_PROBE, type NativePoll } from '../../native/index.js';
 import { ManagerUnavailableError } from '../../errors.js';
-import { checkDir, managerDir, managerLog, socketPath } from './dir.js';
-import { debug } from '../../debug.js';
+import { managerDir, socketPath } from './dir.js';
+import { connectOrStart, prestartServer, START_TIMEOUT_MS, type Prestarted } from './manager-start.js';
 import {
   decodeManager,
   encode,
@@ -33,12 +29,8 @@ import {
 /** `TENSORPROC_MANAGER=0`: never start or reach a manager (no cleanup after crashes, no warning). */
 export const MANAGER_ENV = 'TENSORPROC_MANAGER';
 
-/** How long a start may take before we give up and warn. */
-const START_TIMEOUT_MS = 5000;
 /** After giving up, a later segment tries again after this long. */
 const RETRY_AFTER_MS = 10_000;
-/** A manager that exits at once (it lost the start race to one that was shutting down) is started again, this often at most. */
-const MAX_SPAWNS = 5;
 /** Connections in a row that a manager closed before welcoming us: then something is wrong with it. */
 const MAX_REFUSALS = 3;
 
@@ -120,25 +112,12 @@ export class ManagerClient {
   prestart(): void {
     if (this.#state !== 'off' || process.env[MANAGER_ENV] === '0' || Date.now() - this.#prestartedAt < START_TIMEOUT_MS) return;
     this.#prestartedAt = Date.now();
-    const dir = managerDir();
-    if (checkDir(dir) !== null || existsSync(socketPath(dir))) return;
-    try {
-      const child = startServer(dir);
-      // The first segment, if it comes before this manager listens, waits for it rather than
-      // starting another (#connect).
-      const started = { child, dir, at: Date.now(), gone: false };
-      const gone = (): void => {
-        started.gone = true;
-      };
-      child.once('exit', gone);
-      child.once('error', gone); // the first segment will try again, and warn
-      this.#prestarted = started;
-    } catch {
-      // as above
-    }
+    // The first segment, if it comes before this manager listens, waits for it rather than
+    // starting another (#connect); if it did not start, the first segment tries, and warns.
+    this.#prestarted = prestartServer(managerDir());
   }
   #prestartedAt = -Infinity;
-  #prestarted: { child: ChildProcess; dir: string; at: number; gone: boolean } | null = null;
+  #prestarted: Prestarted | null = null;
 
   /** Datagrams sent to managers so far (diagnostics, tests). */
   get messagesSent(): number {
@@ -254,57 +233,20 @@ export class ManagerClient {
   }
 
   async #connect(): Promise<void> {
-    const dir = managerDir();
-    const problem = checkDir(dir);
-    if (problem !== null) {
-      this.#giveUp(`${problem}. Point ${'TENSORPROC_MANAGER_DIR'} at a directory of yours with mode 700`);
-      return;
-    }
-    const path = socketPath(dir);
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    // A manager prestart() began a moment ago, for this directory, counts as ours.
     const pre = this.#prestarted;
     this.#prestarted = null;
-    const fresh = pre !== null && pre.dir === dir && Date.now() - pre.at < START_TIMEOUT_MS;
-    let server: ChildProcess | null = fresh ? pre.child : null;
-    let serverGone = fresh ? pre.gone : false;
-    if (fresh && !serverGone) {
-      pre.child.once('exit', () => (serverGone = true));
-      pre.child.once('error', () => (serverGone = true));
-    }
-    let spawns = 0;
-    let delay = 1;
-    let fd = -1;
-    for (;;) {
-      try {
-        fd = addon.unixConnect(path);
-        break;
-      } catch (e) {
-        const code = (e as { code?: string }).code;
-        if (code !== 'ENOENT' && code !== 'ECONNREFUSED' && code !== 'EAGAIN') {
-          this.#giveUp(`connecting to ${path} failed with ${code}`);
-          return;
-        }
-        // Nobody listens (no socket, or a dead manager's): start one. If two processes do
-        // this at once, the lock in server.ts lets one win; the other exits and we retry.
-        if (code !== 'EAGAIN' && (server === null || serverGone) && spawns < MAX_SPAWNS) {
-          spawns++;
-          serverGone = false;
-          server = startServer(dir);
-          server.once('exit', () => (serverGone = true));
-          server.once('error', () => (serverGone = true));
-        }
-      }
-      if (Date.now() > deadline) {
-        this.#giveUp(`no manager answered on ${path} within ${START_TIMEOUT_MS / 1000} s`);
-        return;
-      }
-      await new Promise<void>((resolve) => {
-        this.#retryTimer = setTimeout(resolve, delay);
+    const fd = await connectOrStart(managerDir(), pre, (ms) =>
+      new Promise<void>((resolve) => {
+        this.#retryTimer = setTimeout(() => {
+          this.#retryTimer = null;
+          resolve();
+        }, ms);
         this.#holdLoop();
-      });
-      this.#retryTimer = null;
-      delay = Math.min(delay * 2, 50);
+      }),
+    );
+    if (typeof fd !== 'number') {
+      this.#giveUp(fd.problem);
+      return;
     }
     this.#fd = fd;
     this.#poll = new addon.Poll(fd, (status, events) => this.#onPoll(status, events));
@@ -428,34 +370,6 @@ export class ManagerClient {
       process.emitWarning(err);
     }
   }
-}
-
-// Node options a manager started from a TypeScript source needs: the loader, nothing else.
-function loaderArgs(): string[] {
-  const out: string[] = [];
-  const argv = process.execArgv;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (/^(--import|--loader|--experimental-loader|--require|-r)$/.test(a) && i + 1 < argv.length) out.push(a, argv[++i]!);
-    else if (/^--(import|loader|experimental-loader|require)=/.test(a)) out.push(a);
-  }
-  return out;
-}
-
-/** Starts a manager for `dir` in the background, in its own session: it outlives us. */
-function startServer(dir: string): ChildProcess {
-  const here = fileURLToPath(import.meta.url);
-  const ext = extname(here);
-  const compiled = ext === '.js';
-  const child = spawn(process.execPath, [...(compiled ? [] : loaderArgs()), join(dirname(here), `server${ext}`), dir], {
-    detached: true,
-    stdio: 'ignore',
-    // A compiled manager pins no directory; one under a loader resolves it from here.
-    cwd: compiled ? '/' : process.cwd(),
-  });
-  child.unref();
-  debug('manager started: pid %d for %s, its sweeps logged to %s', child.pid, dir, process.env.TENSORPROC_MANAGER_LOG || managerLog(dir));
-  return child;
 }
 
 /** The one client of this process (this thread). */
