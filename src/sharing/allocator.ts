@@ -9,6 +9,7 @@ import { ReceiveCache } from './receive-cache.js';
 import type { Segment } from './segment.js';
 import { onShed, releaseReceived } from './descriptors.js';
 import { onMappingsShort } from './mappings.js';
+import { Slabs, packed } from './packing.js';
 
 /** A lease buffer that never reached user code, and its state, kept for the next lease. */
 export interface Spare {
@@ -18,6 +19,8 @@ export interface Spare {
 
 export const cache = new SegmentCache<Spare>();
 export const received = new ReceiveCache<Spare>();
+/** This thread's open slabs of packed small storages (NOTE [Packed small storages]). */
+export const slabs = new Slabs<Spare>(cache);
 onShed(() => cache.clear()); // NOTE [Kept descriptors]: free and busy segments go first
 onMappingsShort(() => emptySegmentCaches()); // NOTE [Mapping budget]
 
@@ -26,9 +29,10 @@ onMappingsShort(() => emptySegmentCaches()); // NOTE [Mapping budget]
 let housekeepingTimer: NodeJS.Timeout | null = null;
 
 function housekeeping(): void {
+  const open = slabs.closeIdle();
   cache.housekeeping();
   received.housekeeping(DECAY_TICKS);
-  if (cache.idle && received.size === 0 && housekeepingTimer !== null) {
+  if (!open && cache.idle && received.size === 0 && housekeepingTimer !== null) {
     clearInterval(housekeepingTimer);
     housekeepingTimer = null;
   }
@@ -62,6 +66,8 @@ function track(segment: Segment): void {
 interface LeaseState {
   readonly segment: Segment;
   readonly owned: boolean;
+  /** Where its bytes start in the segment's data area (a piece of a slab: NOTE [Packed small storages]). */
+  readonly offset: number;
   readonly nbytes: number;
   ended: boolean;
 }
@@ -103,6 +109,7 @@ function checkOutliving(): void {
       outliving.delete(seg);
     } else if (seg.liveBuffers() === 0) {
       outliving.delete(seg);
+      seg.outlived = false;
       seg.unref();
       releaseReceived(seg);
       received.park(seg, null);
@@ -128,13 +135,30 @@ function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
   if (state.ended) return;
   state.ended = true;
   const seg = state.segment;
-  seg.leased = false;
+  if (how === 'collected' || how === 'moved') seg.outlived = true;
+  // Other pieces of the segment are alive here (NOTE [Packed small storages]): this process
+  // still holds it. A buffer no user saw goes now, so that liveBuffers() counts only those
+  // that may still be alive; only the last lease's is kept, with the segment.
+  if (--seg.leased > 0 || seg.openSlab) {
+    if (spare !== null) addon.detach(spare.buffer);
+    if (housekeepingTimer === null && seg.leased === 0) wantHousekeeping(); // closeIdle()
+    return;
+  }
   if (housekeepingTimer === null) wantHousekeeping();
+  const outlived = seg.outlived;
+  if (outlived && spare !== null) {
+    // An earlier lease's buffer may be alive (a piece of it moved): liveBuffers() decides,
+    // and must not count this one.
+    addon.detach(spare.buffer);
+    spare = null;
+  }
   if (state.owned) {
-    cache.give(seg, spare, how === 'collected' || how === 'moved');
-  } else if (how === 'moved' || (how === 'collected' && seg.liveBuffers() > 0)) {
+    seg.outlived = false;
+    cache.give(seg, spare, outlived);
+  } else if (outlived && seg.liveBuffers() > 0) {
     addOutliving(seg); // NOTE [Moved buffers]
   } else {
+    seg.outlived = false;
     seg.unref();
     releaseReceived(seg);
     received.park(seg, spare);
@@ -148,23 +172,29 @@ export class Lease implements SharedBacking {
   zeroed = false;
   readonly #state: LeaseState;
 
-  /** A lease of `nbytes` on a segment, reusing the spare buffer its last lease left if it fits. */
-  constructor(segment: Segment, nbytes: number, owned: boolean, spare: Spare | null = null) {
-    if (spare !== null && spare.buffer.byteLength === nbytes && spare.state.owned === owned) {
+  /** A lease of `nbytes` from `offset` on a segment, reusing the spare buffer its last lease left if it fits. */
+  constructor(segment: Segment, offset: number, nbytes: number, owned: boolean, spare: Spare | null = null) {
+    if (spare !== null && spare.buffer.byteLength === nbytes && spare.state.offset === offset && spare.state.owned === owned) {
       this.buffer = spare.buffer;
       this.#state = spare.state;
       this.#state.ended = false;
     } else {
-      this.buffer = segment.lease(nbytes);
-      this.#state = { segment, owned, nbytes, ended: false };
+      if (spare !== null) addon.detach(spare.buffer); // no user saw it: nothing keeps it alive (NOTE [Moved buffers])
+      this.buffer = segment.lease(nbytes, offset);
+      this.#state = { segment, owned, offset, nbytes, ended: false };
       finalizer.register(this.buffer, this.#state, this.#state);
     }
-    segment.leased = true;
+    segment.leased++;
     if (!segment.tracked) track(segment);
   }
 
   get segment(): Segment {
     return this.#state.segment;
+  }
+
+  /** Where its bytes start in the segment's data area. */
+  get offset(): number {
+    return this.#state.offset;
   }
 
   release(escaped: boolean): void {
@@ -184,8 +214,14 @@ export class Lease implements SharedBacking {
 }
 
 setSharedAllocator((nbytes) => {
+  if (packed(nbytes)) {
+    const piece = slabs.take(nbytes); // NOTE [Packed small storages]
+    const lease = new Lease(piece.segment, piece.offset, nbytes, true);
+    if (piece.zeroed) lease.zeroed = true;
+    return lease;
+  }
   const entry = cache.acquire(nbytes);
-  const lease = new Lease(entry.segment, nbytes, true, entry.spare);
+  const lease = new Lease(entry.segment, 0, nbytes, true, entry.spare);
   if (entry.fresh === true) lease.zeroed = true;
   return lease;
 });
@@ -193,7 +229,8 @@ setSharedAllocator((nbytes) => {
 // At exit this process lets go of everything, so that the last holder of a named segment
 // removes its name (NOTE [Segment lifetime]). Killed processes are the manager's job.
 onExit(() => {
-  for (const seg of everLeased) if (seg.leased) seg.drop();
+  slabs.closeAll(); // an empty open slab goes to the cache, cleared below
+  for (const seg of everLeased) if (seg.leased > 0) seg.drop();
   everLeased.clear();
   // What no buffer uses any more goes back now. A worker thread's moved buffers may live on
   // in another thread of this process, and its hold stays with them (known gap: until the
@@ -208,6 +245,7 @@ onExit(() => {
 /** Drops the free segments of the cache and the parked mappings (see emptyCache in handle.ts). */
 export function emptySegmentCaches(): void {
   checkOutliving();
+  slabs.closeAll();
   cache.clear();
   received.clear();
 }

@@ -21,6 +21,8 @@ export interface StorageHandle {
    * make this process read, and miscount references on, another segment it maps.
    */
   readonly name: string | null;
+  /** Where the storage starts in the segment's data area: 0, or a piece's (NOTE [Packed small storages]). */
+  readonly offset: number;
   readonly nbytes: number;
 }
 
@@ -43,21 +45,38 @@ export function emptyCache(): void {
   closeReserve();
 }
 
-// Shared storages of this process by segment key, so that one segment received twice, or
-// received back by the process that sent it, is one Storage.
+// Shared storages of this process by identity (segment key, and the piece's offset when it
+// is not 0: NOTE [Packed small storages]), so that one storage received twice, or received
+// back by the process that sent it, is one Storage.
 const byKey = new Map<string, WeakRef<Storage>>();
+// Segments this process has sent or received, by key: a piece of one it holds through other
+// storages (a slab) reuses its mapping and hold. Checked on use (leased, unmapped); pruned
+// with byKey.
+const segments = new Map<string, Segment>();
 
-function remember(key: string, storage: Storage): void {
+function identity(key: string, offset: number): string {
+  return offset === 0 ? key : `${key}+${offset}`;
+}
+
+function remember(id: string, storage: Storage, segment: Segment): void {
+  if (segments.get(segment.key) !== segment) segments.set(segment.key, segment);
   // A storage sent again and again (a producer reusing one tensor) is remembered once: a
   // WeakRef per message is garbage the collector must trace specially.
-  if (byKey.get(key)?.deref() === storage) return;
-  byKey.set(key, new WeakRef(storage));
+  if (byKey.get(id)?.deref() === storage) return;
+  byKey.set(id, new WeakRef(storage));
   if (byKey.size > 1024 && byKey.size % 1024 === 0) {
     for (const [k, ref] of byKey) {
       const s = ref.deref();
       if (s === undefined || s.isReleased()) byKey.delete(k);
     }
+    for (const [k, seg] of segments) if (seg.unmapped || (seg.leased === 0 && !seg.openSlab)) segments.delete(k);
   }
+}
+
+/** The segment this process holds (a live lease, or its open slab) with this key, or null. */
+function heldSegment(key: string): Segment | null {
+  const seg = segments.get(key);
+  return seg !== undefined && !seg.unmapped && (seg.leased > 0 || seg.openSlab) ? seg : null;
 }
 
 /**
@@ -83,10 +102,10 @@ export function exportStorage(storage: Storage): ExportedStorage {
     lease = storage.backing as Lease;
     segment = lease.segment;
   }
-  remember(segment.key, storage);
+  remember(identity(segment.key, lease.offset), storage, segment);
   segment.retain();
   const name = segment.strategy === 'file_system' ? segment.name : segment.key;
-  return { handle: { strategy: segment.strategy, name, nbytes: storage.nbytes }, fd: segment.fd, segment };
+  return { handle: { strategy: segment.strategy, name, offset: lease.offset, nbytes: storage.nbytes }, fd: segment.fd, segment };
 }
 
 /** Undoes exportStorage() for a message that was not sent. */
@@ -101,11 +120,12 @@ export function abandonExport(exported: ExportedStorage): void {
  * a SegmentGoneError.
  */
 export function importStorage(handle: StorageHandle, fd: number | null): Storage {
-  const { strategy, name, nbytes } = handle;
+  const { strategy, name, offset, nbytes } = handle;
+  const end = offset + nbytes; // checked safe integers (checkHandle)
   if (strategy === 'file_system') {
     if (fd !== null) addon.close(fd);
     if (typeof name !== 'string') throw new BadHandleError('A file_system handle arrived without a segment name.');
-    return importKnown(`fs:${name}`, nbytes, null) ?? importNew(withReserve(() => Segment.openName(name, nbytes), isTooManyFiles), nbytes, null);
+    return importKnown(`fs:${name}`, offset, nbytes, null) ?? importNew(withReserve(() => Segment.openName(name, end), isTooManyFiles), offset, nbytes, null);
   }
   if (fd === null) throw new BadHandleError('A file_descriptor handle arrived without its descriptor.');
   // The sender's identity hint finds a mapping this process has without an fstat; when it
@@ -113,67 +133,78 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
   // or wrong), and only then is the memfd mapped.
   const hint = typeof name === 'string' && name.startsWith('fd:') ? name : null;
   if (hint !== null) {
-    const found = importKnown(hint, nbytes, fd);
+    const found = importKnown(hint, offset, nbytes, fd);
     if (found !== null) return found;
   }
-  let identity: FdIdentity;
+  let fdId: FdIdentity;
   try {
-    identity = fdIdentity(fd);
+    fdId = fdIdentity(fd);
   } catch (e) {
     addon.close(fd);
     throw e;
   }
-  if (identity.key !== hint) {
-    const found = importKnown(identity.key, nbytes, fd);
+  if (fdId.key !== hint) {
+    const found = importKnown(fdId.key, offset, nbytes, fd);
     if (found !== null) return found;
   }
-  const segment = Segment.openFd(fd, nbytes, true, identity); // takes the descriptor, even when it throws
+  const segment = Segment.openFd(fd, end, true, fdId); // takes the descriptor, even when it throws
   keepReceived(segment, null);
-  return importNew(segment, nbytes, null);
+  return importNew(segment, offset, nbytes, null);
 }
 
 /**
  * The storage for a segment this process holds or has parked, or null. Takes `fd` when it
  * returns a storage (or throws); leaves it to the caller when it returns null.
  */
-function importKnown(key: string, nbytes: number, fd: number | null): Storage | null {
+function importKnown(key: string, offset: number, nbytes: number, fd: number | null): Storage | null {
   // Only a storage still over this very segment is the one that arrived: a storage that
   // moved since it was remembered (rebase(), when it was sent on from a process that had
   // closed its descriptor) has left the old segment to its producer, who may have refilled
   // it with another tensor by now.
-  const existing = byKey.get(key)?.deref();
+  const id = identity(key, offset);
+  const existing = byKey.get(id)?.deref();
   const held = existing?.backing as Lease | null | undefined;
-  if (existing !== undefined && !existing.isReleased() && held != null && held.segment.key === key) {
+  const same = existing !== undefined && !existing.isReleased() && held != null && held.segment.key === key && held.offset === offset;
+  // Else another storage of this process may hold the segment (pieces of one slab: NOTE
+  // [Packed small storages]): the piece gets a lease of its own over the same mapping.
+  const segment = same ? held.segment : heldSegment(key);
+  if (segment !== null) {
     // A received segment whose descriptor was closed takes this one; an owner (which always
     // has its own) or a receiver that kept one closes it.
     if (fd !== null) {
-      if (held.segment.fd === null) keepReceived(held.segment, fd);
+      if (segment.fd === null) keepReceived(segment, fd);
       else addon.close(fd);
     }
     // This process already holds the segment: the message's reference is not needed, and a
     // refused message must not keep it either (it would pin the segment for ever).
-    held.segment.releaseInFlight();
-    if (nbytes > existing.nbytes) throw new BadHandleError(`A handle claims ${nbytes} bytes of a ${existing.nbytes}-byte storage.`);
-    return existing;
+    segment.releaseInFlight();
+    if (same) {
+      if (nbytes > existing.nbytes) throw new BadHandleError(`A handle claims ${nbytes} bytes of a ${existing.nbytes}-byte storage.`);
+      return existing;
+    }
+    if (offset + nbytes > segment.capacity) throw new BadHandleError(`A handle claims bytes ${offset} to ${offset + nbytes} of a segment that holds ${segment.capacity}.`);
+    const storage = Storage.fromBacking(new Lease(segment, offset, nbytes, segment.owned), nbytes);
+    remember(id, storage, segment);
+    return storage;
   }
   const parked = received.take(key);
   if (parked === undefined) return null;
-  const segment = parked.segment;
-  if (nbytes > segment.capacity) {
+  const seg = parked.segment;
+  if (offset + nbytes > seg.capacity) {
     if (fd !== null) addon.close(fd);
-    segment.releaseInFlight(); // refused: the message's reference is dropped, not kept
-    received.park(segment, parked.spare);
-    throw new BadHandleError(`A handle claims ${nbytes} bytes but its segment holds ${segment.capacity}.`);
+    seg.releaseInFlight(); // refused: the message's reference is dropped, not kept
+    received.park(seg, parked.spare);
+    throw new BadHandleError(`A handle claims bytes ${offset} to ${offset + nbytes} of a segment that holds ${seg.capacity}.`);
   }
-  if (fd !== null) keepReceived(segment, fd);
-  return importNew(segment, nbytes, parked.spare);
+  if (fd !== null) keepReceived(seg, fd);
+  return importNew(seg, offset, nbytes, parked.spare);
 }
 
 /** A new storage over a segment this process maps; the message's reference becomes its hold. */
-function importNew(segment: Segment, nbytes: number, spare: Spare | null): Storage {
+function importNew(segment: Segment, offset: number, nbytes: number, spare: Spare | null): Storage {
   segment.adoptInFlight();
-  const storage = Storage.fromBacking(new Lease(segment, nbytes, false, spare), nbytes);
-  remember(segment.key, storage);
+  const storage = Storage.fromBacking(new Lease(segment, offset, nbytes, false, spare), nbytes);
+  remember(identity(segment.key, offset), storage, segment);
   return storage;
 }
 

@@ -7,3 +7,5 @@ export { exportStorage, importStorage, abandonExport, emptyCache } from './handl
 export type { StorageHandle, ExportedStorage } from './handle.js';
 export { shedDescriptors, takeReserve, giveReserve, ensureReserve, keptCount } from './descriptors.js';
 export { hasMappingRoom, mappingsError, mappedSegments } from './mappings.js';
+export { slabs } from './allocator.js';
+export { PACK_BYTES, SLAB_BYTES, PIECE_ALIGN } from './packing.js';

@@ -16,6 +16,8 @@
 // (the segment caches) are given up; a receive checks before it takes a message, so that
 // the message waits for a later one (Endpoint.receiveNow), as out of descriptors.
 // Counted per thread (module state): a thread child's segments are seen by the real count.
+// Small storages share segments (NOTE [Packed small storages], packing.ts), so the bound
+// applies to storages above PACK_BYTES, and to slabs.
 import { readFileSync } from 'node:fs';
 import { TooManyMappingsError } from '../errors.js';
 

@@ -56,16 +56,27 @@ export class Segment {
   readonly header: Int32Array;
   #fd: number | null;
   #unmapped = false;
-  /** Managed by allocator.ts: a lease on this segment is live in this process. */
-  leased = false;
+  /** Made by this process (its cache's), not received. */
+  readonly owned: boolean;
+  /**
+   * Managed by allocator.ts: the leases on this segment live in this process (one per
+   * storage; several for a slab of packed small storages, NOTE [Packed small storages]).
+   * While any is, this process holds the segment.
+   */
+  leased = 0;
+  /** Managed by packing.ts: the open slab of this thread, taking new pieces (NOTE [Packed small storages]). */
+  openSlab = false;
+  /** Managed by allocator.ts: a lease ended whose buffer may still be alive (moved, or collected but not swept). */
+  outlived = false;
   /** Managed by allocator.ts: listed for the exit cleanup. */
   tracked = false;
   /** Count word of this process's slot: -2 not looked up yet, -1 none free. */
   #slot = -2;
 
   private constructor(strategy: SharingStrategy, name: string | null, key: string, capacity: number,
-                      mapping: NativeMapping, fd: number | null) {
+                      mapping: NativeMapping, fd: number | null, owned: boolean) {
     this.strategy = strategy;
+    this.owned = owned;
     this.name = name;
     this.key = key;
     this.capacity = capacity;
@@ -126,7 +137,7 @@ export class Segment {
       addon.close(fd);
       fd = -1;
     }
-    const seg = new Segment(strategy, name, key, capacity, mapping, fd >= 0 ? fd : null);
+    const seg = new Segment(strategy, name, key, capacity, mapping, fd >= 0 ? fd : null, true);
     seg.#slot = initHeader(seg.header, process.pid, capacity);
     debug('segment made: %s, %d bytes%s', strategy, capacity, name === null ? '' : `, ${name}`);
     return seg;
@@ -134,8 +145,8 @@ export class Segment {
 
   /**
    * Maps a received memfd. Takes the descriptor: it is closed here unless `keepFd`.
-   * `nbytes` is what the handle claims the storage holds; a segment smaller than that is a
-   * BadHandleError, never a SIGBUS later.
+   * `nbytes` is where the handle claims its storage ends in the data area (its byte offset
+   * plus its size); a segment smaller than that is a BadHandleError, never a SIGBUS later.
    */
   static openFd(fd: number, nbytes: number, keepFd = false, identity: FdIdentity | null = null): Segment {
     try {
@@ -189,7 +200,7 @@ export class Segment {
   static #open(strategy: SharingStrategy, name: string | null, key: string, fd: number, size: number, nbytes: number): Segment {
     if (!Number.isSafeInteger(nbytes) || nbytes < 0 || size < HEADER_BYTES + nbytes) {
       throw new BadHandleError(
-        `A handle claims ${nbytes} bytes but its segment holds ${Math.max(0, size - HEADER_BYTES)}: the handle is corrupt or not from tensorproc.`,
+        `A handle claims bytes up to ${nbytes} but its segment holds ${Math.max(0, size - HEADER_BYTES)}: the handle is corrupt or not from tensorproc.`,
       );
     }
     ensureMappingRoom('mapping a received shared segment'); // NOTE [Mapping budget]
@@ -199,7 +210,7 @@ export class Segment {
     } catch (e) {
       throw systemError(e, 'mapping a received shared segment');
     }
-    const seg = new Segment(strategy, name, key, size - HEADER_BYTES, mapping, null);
+    const seg = new Segment(strategy, name, key, size - HEADER_BYTES, mapping, null, false);
     if (Atomics.load(seg.header, W_MAGIC) !== MAGIC) {
       seg.unmap();
       throw new BadHandleError('A received segment has no tensorproc header: the handle is corrupt or not from tensorproc.');
@@ -326,9 +337,9 @@ export class Segment {
     return left;
   }
 
-  /** A fresh ArrayBuffer over the first `nbytes` bytes of the data area. */
-  lease(nbytes: number): ArrayBuffer {
-    return addon.buffer(this.mapping, HEADER_BYTES, nbytes);
+  /** A fresh ArrayBuffer over `nbytes` bytes of the data area from `offset`. */
+  lease(nbytes: number, offset = 0): ArrayBuffer {
+    return addon.buffer(this.mapping, HEADER_BYTES + offset, nbytes);
   }
 
   /**

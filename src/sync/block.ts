@@ -29,6 +29,8 @@ export class SyncBlock {
   readonly words: Int32Array;
   readonly buffer: SharedArrayBuffer;
   readonly #mapping: NativeMapping;
+  /** Where the block's words start in the mapping: its storage may be a piece of a slab (NOTE [Packed small storages]). */
+  readonly #base: number;
   /** Objects of this process (thread) over this block, by their first word. */
   readonly #objects = new Map<number, WeakRef<object>>();
 
@@ -37,7 +39,8 @@ export class SyncBlock {
     if (lease === null) throw new FrameDecodeError('A received synchronization object does not refer to shared memory.');
     this.storage = storage;
     this.#mapping = lease.segment.mapping;
-    this.buffer = addon.sharedBuffer(this.#mapping, HEADER_BYTES, storage.nbytes);
+    this.#base = HEADER_BYTES + lease.offset;
+    this.buffer = addon.sharedBuffer(this.#mapping, this.#base, storage.nbytes);
     this.words = new Int32Array(this.buffer, 0, storage.nbytes >>> 2);
   }
 
@@ -63,16 +66,16 @@ export class SyncBlock {
 
   /** Blocks this thread while words[index] === expected, at most `ms` (futex, cross-process). */
   waitSync(index: number, expected: number, ms: number): FutexResult {
-    return addon.futexWait(this.#mapping, HEADER_BYTES + index * 4, expected, ms);
+    return addon.futexWait(this.#mapping, this.#base + index * 4, expected, ms);
   }
 
   /** The same wait on a thread of its own: the event loop stays free. */
   waitAsync(index: number, expected: number, ms: number): Promise<FutexResult> {
-    return addon.futexWaitAsync(this.#mapping, HEADER_BYTES + index * 4, expected, ms);
+    return addon.futexWaitAsync(this.#mapping, this.#base + index * 4, expected, ms);
   }
 
   wake(index: number, count = 2 ** 31 - 1): void {
-    addon.futexWake(this.#mapping, HEADER_BYTES + index * 4, count);
+    addon.futexWake(this.#mapping, this.#base + index * 4, count);
   }
 
   /** Records the object this process has over the words from `base`. */

@@ -5,7 +5,8 @@
 // src/tensor sits left of src/sharing in the layer order (DESIGN.md), yet `shared: true` and
 // `shareMemory()` must allocate shared segments. src/sharing/allocator.ts installs the
 // allocator with setSharedAllocator() when it is first imported, which src/index.ts does.
-// A SharedBacking is one lease on a segment: `buffer` covers exactly the storage's bytes, and
+// A SharedBacking is one lease on a segment (all of it, or a piece of a slab shared with other
+// small storages: NOTE [Packed small storages]): `buffer` covers exactly the storage's bytes, and
 // `release(escaped)` gives the segment back to the per-process cache. If the buffer ever
 // reached user code (`t.data`, `storage.buffer`), it is detached first: every view the user
 // kept becomes empty, so a stale view can never read a recycled segment. A buffer that only

@@ -6,8 +6,9 @@
 // consumers on one socket, the pieces of a message cut into several datagrams could
 // interleave with other messages. The first two bytes are the kind and FRAME_VERSION:
 //  - TENSOR: a lone tensor, the common case, in a compact fixed layout (no V8 serializer):
-//    dtype, shape, stride, offset and its storage handle; descriptor 0 is the memfd under
-//    file_descriptor.
+//    dtype, shape, stride, offset and its storage handle (the byte offset of a packed piece,
+//    NOTE [Packed small storages], in 64-byte units in bytes 6-7); descriptor 0 is the memfd
+//    under file_descriptor.
 //  - PLAIN: a small tree of plain values and tensors, written directly (NOTE [Plain frames],
 //    plain.ts): tuples, dicts, numbers, strings.
 //  - VALUE: anything else, as V8 serializer output with the table of NOTE [Message table].
@@ -26,7 +27,7 @@ import { reductionNamed, type Reduction } from './registry.js';
 import { Reducer, Rebuilder } from './message-table.js';
 import { checkHandle, checkTensorLayout, exportForCopies } from './reductions.js';
 import {
-  DTYPE_CODE, DTYPE_CODES, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, KIND_SPILL, KIND_TENSOR, KIND_VALUE, MAX_FDS, MAX_NDIM, STRATEGIES, STRATEGY_CODE,
+  DTYPE_CODE, DTYPE_CODES, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, KIND_SPILL, KIND_TENSOR, KIND_VALUE, MAX_FDS, MAX_NDIM, PIECE_ALIGN, STRATEGIES, STRATEGY_CODE,
   receivedViews, viewsOf,
 } from './wire.js';
 import { decodePlain, encodePlain } from './plain.js';
@@ -126,6 +127,7 @@ function encodeTensor(t: Tensor): Frame {
   scratch[3] = ndim;
   scratch[4] = STRATEGY_CODE[handle.strategy];
   scratch[5] = name === null ? 0 : name.length;
+  view.setUint16(6, pieceUnits(handle.offset), true);
   view.setFloat64(8, handle.nbytes, true);
   view.setFloat64(16, t.offset, true);
   let at = 24;
@@ -137,6 +139,13 @@ function encodeTensor(t: Tensor): Frame {
     fds: fd === null ? NO_FDS : oneFd(fd),
     abandon: () => abandonExport(exported),
   };
+}
+
+/** A piece's byte offset as the TENSOR frame carries it: pieces are 64-byte aligned in slabs of 64 KiB (packing.ts). */
+function pieceUnits(offset: number): number {
+  const units = offset / PIECE_ALIGN;
+  if (!Number.isInteger(units) || units > 0xffff) throw new Error(`tensorproc: a storage at byte offset ${offset} of its segment cannot travel in a TENSOR frame`);
+  return units;
 }
 
 function encodeValue(value: unknown, path: string, copies: number): Frame {
@@ -247,7 +256,7 @@ function decodeLoneTensor(bytes: Uint8Array, fds: ArrayLike<number>, count: numb
     for (let i = 0; i < ndim; i++, at += 8) stride[i] = dv.getFloat64(at, true);
     const offset = dv.getFloat64(at0 + 16, true);
     checkTensorLayout(shape, stride, offset);
-    const handle = checkHandle(STRATEGIES[bytes[4]!] ?? bytes[4], readName(bytes, nameAt, bytes[5]!), dv.getFloat64(at0 + 8, true));
+    const handle = checkHandle(STRATEGIES[bytes[4]!] ?? bytes[4], readName(bytes, nameAt, bytes[5]!), dv.getUint16(at0 + 6, true) * PIECE_ALIGN, dv.getFloat64(at0 + 8, true));
     if (handle.strategy === 'file_descriptor' && fd === null) throw new FrameDecodeError('A received file_descriptor tensor came without its descriptor.');
     const taken = fd;
     fd = null; // importStorage takes it (and closes one a file_system handle does not need), whatever happens
@@ -327,7 +336,8 @@ function decodeValue(body: Uint8Array, ctx: Rebuilder): unknown {
 function decodeSpill(bytes: Uint8Array, dv: DataView, ctx: Rebuilder): unknown {
   if (bytes.length < 16) throw new FrameDecodeError('A received message is truncated.');
   const length = dv.getUint32(4, true);
-  const handle = checkHandle(STRATEGIES[bytes[2]!] ?? bytes[2], readName(bytes, 16, bytes[3]!), dv.getFloat64(8, true));
+  // A spill is never a packed piece (NOTE [Packed small storages]): offset 0.
+  const handle = checkHandle(STRATEGIES[bytes[2]!] ?? bytes[2], readName(bytes, 16, bytes[3]!), 0, dv.getFloat64(8, true));
   const fd = handle.strategy === 'file_descriptor' ? ctx.takeFd(ctx.fdCount - 1) : null;
   const storage = importStorage(handle, fd);
   try {

@@ -51,8 +51,8 @@ const MAX_ITEMS = 1024;
 const NO_FD = 0xffff;
 const HEAD = 6;
 const T_UNDEFINED = 0, T_NULL = 1, T_FALSE = 2, T_TRUE = 3, T_INT = 4, T_FLOAT = 5, T_STRING = 6, T_ARRAY = 7, T_OBJECT = 8, T_TENSOR = 9;
-/** A table entry: strategy, name length, descriptor index, nbytes; then the name. */
-const ENTRY = 12;
+/** A table entry: strategy, name length, descriptor index, nbytes, byte offset (uint32: NOTE [Packed small storages]); then the name. */
+const ENTRY = 16;
 
 // --- encoding ---------------------------------------------------------------------------
 
@@ -130,6 +130,7 @@ function writeTable(): Frame | null {
       out[at + 1] = name === null ? 0 : name.length;
       outView.setUint16(at + 2, x.fd === null ? NO_FD : fds.length, true);
       outView.setFloat64(at + 4, x.handle.nbytes, true);
+      outView.setUint32(at + 12, x.handle.offset, true); // 0, or a piece's in a 64 KiB slab
       if (x.fd !== null) fds.push(x.fd);
       at += ENTRY;
       if (name !== null) at += outText.latin1Write(name, at, name.length);
@@ -345,11 +346,12 @@ function readTable(count: number, state: Uint8Array): void {
     const nameLength = src[pos + 1]!;
     const fdIndex = srcView.getUint16(at0 + 2, true);
     const nbytes = srcView.getFloat64(at0 + 4, true);
+    const offset = srcView.getUint32(at0 + 12, true);
     pos += ENTRY;
     need(nameLength);
     const name = nameLength === 0 ? null : srcText.latin1Slice(src.byteOffset + pos, src.byteOffset + pos + nameLength);
     pos += nameLength;
-    const handle = checkHandle(STRATEGIES[strategyCode] ?? strategyCode, name, nbytes);
+    const handle = checkHandle(STRATEGIES[strategyCode] ?? strategyCode, name, offset, nbytes);
     if (handle.strategy === 'file_descriptor') {
       if (fdIndex >= count || state[fdIndex] !== FD_UNUSED) {
         throw new FrameDecodeError(`A received storage refers to descriptor ${fdIndex} but the message carries ${count} (or uses one twice).`);

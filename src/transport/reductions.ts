@@ -9,7 +9,7 @@ import { exportStorage, importStorage, abandonExport, type ExportedStorage, type
 import { FrameDecodeError } from '../errors.js';
 import { registerReduction, type RebuildContext } from './registry.js';
 
-type StorageState = [strategy: string, name: string | null, nbytes: number, fd: number];
+type StorageState = [strategy: string, name: string | null, offset: number, nbytes: number, fd: number];
 type TensorState = [storage: number, dtype: string, shape: number[], stride: number[], offset: number];
 
 /** Checks a received layout before a Tensor is made of it (the constructor trusts its callers). */
@@ -46,21 +46,25 @@ export function exportForCopies(storage: Storage, copies: number): { exported: E
 
 /**
  * A received storage handle, checked: the one check for every frame that carries one (lone
- * tensors, spills, the message table). A known strategy, a byte count, a name under
- * file_system; under file_descriptor the name is only an identity hint (handle.ts) or null.
+ * tensors, spills, the message table). A known strategy, a byte offset and count (checked
+ * against the segment when it is mapped: handle.ts), a name under file_system; under
+ * file_descriptor the name is only an identity hint (handle.ts) or null.
  */
-export function checkHandle(strategy: unknown, name: unknown, nbytes: unknown): StorageHandle {
+export function checkHandle(strategy: unknown, name: unknown, offset: unknown, nbytes: unknown): StorageHandle {
   if (strategy !== 'file_descriptor' && strategy !== 'file_system') throw new FrameDecodeError(`A received storage names sharing strategy ${String(strategy)}.`);
   if (!Number.isSafeInteger(nbytes) || (nbytes as number) < 0) throw new FrameDecodeError(`A received storage handle claims ${String(nbytes)} bytes.`);
+  if (!Number.isSafeInteger(offset) || (offset as number) < 0 || !Number.isSafeInteger((offset as number) + (nbytes as number))) {
+    throw new FrameDecodeError(`A received storage handle claims byte offset ${String(offset)}.`);
+  }
   if (name !== null && typeof name !== 'string') throw new FrameDecodeError('A received storage handle has a malformed name.');
   if (strategy === 'file_system' && name === null) throw new FrameDecodeError('A received file_system storage has no name.');
-  return { strategy, name, nbytes: nbytes as number };
+  return { strategy, name, offset: offset as number, nbytes: nbytes as number };
 }
 
 function storageHandle(state: unknown, ctx: RebuildContext): { handle: StorageHandle; fd: number | null } {
-  if (!Array.isArray(state) || state.length !== 4) throw new FrameDecodeError('A received storage entry is malformed.');
-  const [strategy, name, nbytes, fdIndex] = state as StorageState;
-  const handle = checkHandle(strategy, name, nbytes);
+  if (!Array.isArray(state) || state.length !== 5) throw new FrameDecodeError('A received storage entry is malformed.');
+  const [strategy, name, offset, nbytes, fdIndex] = state as StorageState;
+  const handle = checkHandle(strategy, name, offset, nbytes);
   return { handle, fd: handle.strategy === 'file_descriptor' ? ctx.takeFd(fdIndex) : null };
 }
 
@@ -70,8 +74,8 @@ registerReduction<Storage>({
   reduce(storage, ctx): StorageState {
     const { exported, undo } = exportForCopies(storage, ctx.copies);
     ctx.onAbandon(undo);
-    const { strategy, name, nbytes } = exported.handle;
-    return [strategy, name, nbytes, exported.fd === null ? -1 : ctx.fd(exported.fd)];
+    const { strategy, name, offset, nbytes } = exported.handle;
+    return [strategy, name, offset, nbytes, exported.fd === null ? -1 : ctx.fd(exported.fd)];
   },
   rebuild(state, ctx) {
     const { handle, fd } = storageHandle(state, ctx);

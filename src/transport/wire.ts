@@ -3,7 +3,9 @@
 import type { DType } from '../tensor/index.js';
 import type { SharingStrategy } from '../sharing/index.js';
 
-export const FRAME_VERSION = 1;
+export const FRAME_VERSION = 2;
+/** Packed pieces start at multiples of this in their slab (NOTE [Packed small storages]); TENSOR frames count in it. */
+export { PIECE_ALIGN } from '../sharing/packing.js';
 export const KIND_VALUE = 1;
 export const KIND_TENSOR = 2;
 export const KIND_SPILL = 3;

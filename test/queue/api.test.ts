@@ -97,7 +97,8 @@ describe('Queue', () => {
     const kept = mp.full([4], 1, { shared: true });
     const seg = segmentOf(kept);
     const refs = seg.refcount();
-    const many = Array.from({ length: 300 }, () => mp.zeros([1], { shared: true }));
+    // Above PACK_BYTES: a segment, and a descriptor, each (NOTE [Packed small storages]).
+    const many = Array.from({ length: 300 }, () => mp.zeros([256], { shared: true }));
     const cases: [string, unknown, string, abstract new (...a: any[]) => Error][] = [
       ['a released tensor', released, 'ERR_TP_RELEASED', mp.ReleasedError],
       ['a released tensor inside a container', [kept, released], 'ERR_TP_RELEASED', mp.ReleasedError],

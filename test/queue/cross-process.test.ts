@@ -181,7 +181,9 @@ for (const strategy of STRATEGIES) {
       const q = new mp.Queue<mp.Tensor>({ maxsize: 256 });
       const out = new mp.Queue<{ held: number; storages: number; fds: number; kept: number; bad: number }>();
       const ctx = await mp.spawn(target('holdMany'), { args: [q, out, n, strategy], join: false });
-      const tensors = Array.from({ length: distinct }, (_, k) => mp.full([2], k, { shared: true }));
+      // Above PACK_BYTES: a segment each, whose descriptors the consumer must bound (small
+      // ones share slabs: test/sharing/packing.test.ts).
+      const tensors = Array.from({ length: distinct }, (_, k) => mp.full([256], k, { shared: true }));
       for (let k = 0; k < n; k++) await q.put(tensors[k % distinct]!);
       const r = await out.get();
       assert.equal(await ctx.join(), true);

@@ -47,7 +47,8 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
 }
 
 test('file_descriptor: a receiver that holds more than it keeps descriptors for sends copies, and says so once (ERR_TP_FORWARD_COPY)', async () => {
-  const buffers = Array.from({ length: 10 }, (_, k) => mp.full([16], k, { shared: true }));
+  // Above PACK_BYTES: a segment, and a descriptor, each (NOTE [Packed small storages]).
+  const buffers = Array.from({ length: 10 }, (_, k) => mp.full([256], k, { shared: true }));
   process.env.TENSORPROC_KEEP_FDS = '4'; // the child's bound: it keeps 4 descriptors, and holds 10
   let result: Awaited<ReturnType<typeof roundTrip>>;
   try {

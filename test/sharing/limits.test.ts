@@ -59,13 +59,14 @@ test('a low open-file limit is ERR_TP_TOO_MANY_FILES, and the process goes on', 
   const peer = startPeer(peerScript, [], { wrap: ['prlimit', '--nofile=64:64'] });
   try {
     // Each live memfd segment of this process keeps its descriptor (it may still be sent).
-    peer.send({ cmd: 'allocMany', strategy: 'file_descriptor', elements: 16, max: 1000 });
+    // 1 KiB each, above PACK_BYTES: a segment, and a descriptor, each (NOTE [Packed small storages]).
+    peer.send({ cmd: 'allocMany', strategy: 'file_descriptor', elements: 256, max: 1000 });
     const r = await peer.next();
     assert.ok(r.count > 0 && r.count < 64, JSON.stringify(r));
     assert.deepEqual([r.error.name, r.error.code], ['TooManyFilesError', 'ERR_TP_TOO_MANY_FILES']);
     assert.match(r.error.message, /ulimit -n/);
     // everything was released: the same allocations work again
-    peer.send({ cmd: 'allocMany', strategy: 'file_descriptor', elements: 16, max: r.count });
+    peer.send({ cmd: 'allocMany', strategy: 'file_descriptor', elements: 256, max: r.count });
     assert.deepEqual(await peer.next(), { count: r.count });
     peer.send({ cmd: 'exit' });
     assert.equal((await peer.exited).code, 0);

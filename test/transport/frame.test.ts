@@ -244,7 +244,8 @@ describe('refused values', () => {
   });
 
   test('more descriptors than one message carries: TooManyDescriptorsError, nothing taken', () => {
-    const ts = Array.from({ length: MAX_FDS }, () => mp.zeros([1], { shared: true }));
+    // Above PACK_BYTES, so that each is a segment (and a descriptor) of its own (NOTE [Packed small storages]).
+    const ts = Array.from({ length: MAX_FDS }, () => mp.zeros([256], { shared: true }));
     assert.throws(() => encodeMessage(ts), (e: any) => e instanceof mp.TooManyDescriptorsError && e.code === 'ERR_TP_TOO_MANY_DESCRIPTORS');
     for (const t of ts) t.release();
   });
@@ -437,8 +438,9 @@ describe('plain frames (NOTE [Plain frames])', () => {
   test('a storage that fails to arrive leaves no reference of the others in flight', () => {
     mp.setSharingStrategy('file_system');
     try {
-      const gone = mp.full([4], 1, { shared: true });
-      const kept = mp.full([4], 2, { shared: true });
+      // Segments of their own (above PACK_BYTES): pieces of one slab would share their fate.
+      const gone = mp.full([256], 1, { shared: true });
+      const kept = mp.full([256], 2, { shared: true });
       const keptSegment = segmentOf(kept);
       const before = keptSegment.refcount();
       const f = encodeMessage([gone, kept, 'x']);

@@ -35,7 +35,7 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
       let report: Refusal | null = null;
       const reported = out.get().then((r) => (report = r));
       for (let k = 0; report === null; k++) {
-        const t = mp.full([2], k, { shared: true });
+        const t = mp.full([256], k, { shared: true }); // above PACK_BYTES: one segment each (NOTE [Packed small storages])
         await Promise.race([q.put(t), reported]);
         t.release();
       }
