@@ -127,11 +127,17 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
     if (typeof name !== 'string') throw new BadHandleError('A file_system handle arrived without a segment name.');
     return importKnown(`fs:${name}`, offset, nbytes, null) ?? importNew(withReserve(() => Segment.openName(name, end), isTooManyFiles), offset, nbytes, null);
   }
-  if (fd === null) throw new BadHandleError('A file_descriptor handle arrived without its descriptor.');
   // The sender's identity hint finds a mapping this process has without an fstat; when it
   // finds none, the descriptor's real identity is looked up once more (a hint may be stale
   // or wrong), and only then is the memfd mapped.
   const hint = typeof name === 'string' && name.startsWith('fd:') ? name : null;
+  if (fd === null) {
+    // Pieces of one slab in one message carry its descriptor once (NOTE [Packed small
+    // storages]): the storage before this one mapped the segment already.
+    const found = hint === null ? null : importKnown(hint, offset, nbytes, null);
+    if (found !== null) return found;
+    throw new BadHandleError('A file_descriptor handle arrived without its descriptor.');
+  }
   if (hint !== null) {
     const found = importKnown(hint, offset, nbytes, fd);
     if (found !== null) return found;

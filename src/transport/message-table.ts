@@ -87,6 +87,11 @@ export class Rebuilder implements RebuildContext {
     return this.#fds[index]!;
   }
 
+  takeSharedFd(index: number): number | null {
+    if (Number.isInteger(index) && index >= 0 && index < this.#fds.length && this.#taken[index]) return null;
+    return this.takeFd(index);
+  }
+
   get fdCount(): number {
     return this.#fds.length;
   }

@@ -65,7 +65,7 @@ function storageHandle(state: unknown, ctx: RebuildContext): { handle: StorageHa
   if (!Array.isArray(state) || state.length !== 5) throw new FrameDecodeError('A received storage entry is malformed.');
   const [strategy, name, offset, nbytes, fdIndex] = state as StorageState;
   const handle = checkHandle(strategy, name, offset, nbytes);
-  return { handle, fd: handle.strategy === 'file_descriptor' ? ctx.takeFd(fdIndex) : null };
+  return { handle, fd: handle.strategy === 'file_descriptor' ? ctx.takeSharedFd(fdIndex) : null };
 }
 
 registerReduction<Storage>({

@@ -34,6 +34,11 @@ export interface ReduceContext {
 export interface RebuildContext {
   /** The descriptor at `index`, now owned by the caller. Each index may be taken once. */
   takeFd(index: number): number;
+  /**
+   * takeFd() for a storage: pieces of one slab in one message share its descriptor (NOTE
+   * [Packed small storages]), so a descriptor taken already by this message is null here.
+   */
+  takeSharedFd(index: number): number | null;
   /** The rebuilt object at table index `index`. */
   get(index: number): object;
 }
