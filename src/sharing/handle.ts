@@ -117,9 +117,10 @@ export function abandonExport(exported: ExportedStorage): void {
  * The Storage for a received handle. Adopts the reference the sender added; takes the
  * descriptor (keeps it while the storage lives, NOTE [Kept descriptors], or closes it). A
  * handle that does not fit its segment is a BadHandleError, a segment that no longer exists
- * a SegmentGoneError.
+ * a SegmentGoneError. `fdCarriedBefore`: the message carried this storage's descriptor for
+ * a storage before it (pieces of one slab: NOTE [Packed small storages]), and `fd` is null.
  */
-export function importStorage(handle: StorageHandle, fd: number | null): Storage {
+export function importStorage(handle: StorageHandle, fd: number | null, fdCarriedBefore = false): Storage {
   const { strategy, name, offset, nbytes } = handle;
   const end = offset + nbytes; // checked safe integers (checkHandle)
   if (strategy === 'file_system') {
@@ -133,8 +134,8 @@ export function importStorage(handle: StorageHandle, fd: number | null): Storage
   const hint = typeof name === 'string' && name.startsWith('fd:') ? name : null;
   if (fd === null) {
     // Pieces of one slab in one message carry its descriptor once (NOTE [Packed small
-    // storages]): the storage before this one mapped the segment already.
-    const found = hint === null ? null : importKnown(hint, offset, nbytes, null);
+    // storages]): a storage before this one in the message mapped the segment already.
+    const found = hint === null || !fdCarriedBefore ? null : importKnown(hint, offset, nbytes, null);
     if (found !== null) return found;
     throw new BadHandleError('A file_descriptor handle arrived without its descriptor.');
   }

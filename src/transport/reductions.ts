@@ -61,11 +61,12 @@ export function checkHandle(strategy: unknown, name: unknown, offset: unknown, n
   return { strategy, name, offset: offset as number, nbytes: nbytes as number };
 }
 
-function storageHandle(state: unknown, ctx: RebuildContext): { handle: StorageHandle; fd: number | null } {
+function storageHandle(state: unknown, ctx: RebuildContext): { handle: StorageHandle; fd: number | null; shared: boolean } {
   if (!Array.isArray(state) || state.length !== 5) throw new FrameDecodeError('A received storage entry is malformed.');
   const [strategy, name, offset, nbytes, fdIndex] = state as StorageState;
   const handle = checkHandle(strategy, name, offset, nbytes);
-  return { handle, fd: handle.strategy === 'file_descriptor' ? ctx.takeSharedFd(fdIndex) : null };
+  const fd = handle.strategy === 'file_descriptor' ? ctx.takeSharedFd(fdIndex) : null;
+  return { handle, fd, shared: handle.strategy === 'file_descriptor' && fd === null };
 }
 
 registerReduction<Storage>({
@@ -78,13 +79,13 @@ registerReduction<Storage>({
     return [strategy, name, offset, nbytes, exported.fd === null ? -1 : ctx.fd(exported.fd)];
   },
   rebuild(state, ctx) {
-    const { handle, fd } = storageHandle(state, ctx);
-    return importStorage(handle, fd);
+    const { handle, fd, shared } = storageHandle(state, ctx);
+    return importStorage(handle, fd, shared);
   },
   discard(state, ctx) {
     // Adopting the in-flight reference and dropping the storage gives it back (when collected).
-    const { handle, fd } = storageHandle(state, ctx);
-    importStorage(handle, fd);
+    const { handle, fd, shared } = storageHandle(state, ctx);
+    importStorage(handle, fd, shared);
   },
 });
 

@@ -88,7 +88,7 @@ test('a handle to a vanished segment is ERR_TP_SEGMENT_GONE; a lying handle ERR_
 });
 
 test('a refused handle to a parked segment drops its reference', () => {
-  const t = mp.full([4], 1, { shared: true });
+  const t = mp.full([256], 1, { shared: true }); // a segment of its own, above PACK_BYTES (NOTE [Packed small storages])
   const seg = segmentOf(t);
   // Receive the segment as another process would (a Segment object of its own), then let it
   // go: its mapping is parked in the receive cache.
