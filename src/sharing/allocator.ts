@@ -136,11 +136,14 @@ function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
   state.ended = true;
   const seg = state.segment;
   if (how === 'collected' || how === 'moved') seg.outlived = true;
+  if (spare !== null && packed(state.nbytes)) {
+    keepPiece(seg, spare); // NOTE [Piece buffers]
+    spare = null;
+  }
   // Other pieces of the segment are alive here (NOTE [Packed small storages]): this process
-  // still holds it. A buffer no user saw goes now, so that liveBuffers() counts only those
-  // that may still be alive; only the last lease's is kept, with the segment.
+  // still holds it.
   if (--seg.leased > 0 || seg.openSlab) {
-    if (spare !== null) addon.detach(spare.buffer);
+    if (spare !== null) addon.detach(spare.buffer); // not a piece's: nothing will ask for it
     if (housekeepingTimer === null && seg.leased === 0) wantHousekeeping(); // closeIdle()
     return;
   }
@@ -165,6 +168,18 @@ function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
   }
 }
 
+/** Keeps a piece's buffer that no user saw with its segment, for the next lease there (NOTE [Piece buffers]). */
+function keepPiece(seg: Segment, spare: Spare): void {
+  if (seg.unmapped) {
+    addon.detach(spare.buffer);
+    return;
+  }
+  const spares = (seg.pieceSpares ??= new Map());
+  const old = spares.get(spare.state.offset);
+  if (old !== undefined) addon.detach(old.buffer);
+  spares.set(spare.state.offset, spare);
+}
+
 /** One lease on a segment: see NOTE [Shared allocation]. */
 export class Lease implements SharedBacking {
   readonly buffer: ArrayBuffer;
@@ -174,6 +189,11 @@ export class Lease implements SharedBacking {
 
   /** A lease of `nbytes` from `offset` on a segment, reusing the spare buffer its last lease left if it fits. */
   constructor(segment: Segment, offset: number, nbytes: number, owned: boolean, spare: Spare | null = null) {
+    const pieces = segment.pieceSpares; // NOTE [Piece buffers]
+    if (spare === null && pieces !== null) {
+      spare = pieces.get(offset) ?? null;
+      if (spare !== null) pieces.delete(offset);
+    }
     if (spare !== null && spare.buffer.byteLength === nbytes && spare.state.offset === offset && spare.state.owned === owned) {
       this.buffer = spare.buffer;
       this.#state = spare.state;
@@ -221,6 +241,7 @@ setSharedAllocator((nbytes) => {
     return lease;
   }
   const entry = cache.acquire(nbytes);
+  entry.segment.dropPieceSpares(); // a slab once, now one storage's (NOTE [Piece buffers])
   const lease = new Lease(entry.segment, 0, nbytes, true, entry.spare);
   if (entry.fresh === true) lease.zeroed = true;
   return lease;

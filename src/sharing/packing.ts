@@ -24,14 +24,24 @@
 //    housekeeping timer gives back one left empty and idle (closeIdle), emptyCache() and
 //    the exit close it.
 //  - A piece's buffer covers exactly its bytes, so a user holding it (`t.data`,
-//    storage.buffer) cannot reach a neighbour. Piece buffers are not kept for reuse (a
-//    piece is never reused alone): one ended in this process is detached at once, so that
-//    Segment.liveBuffers() counts only those that may really be alive.
+//    storage.buffer) cannot reach a neighbour.
 // PACK_BYTES is 512 (TENSORPROC_PACK_BYTES, at most 4 KiB): below the yardstick's smallest
-// message (W1, 1 KiB), whose stream of one-segment tensors reuses each segment's buffer and
-// costs no native call per message, where a piece costs one to make its buffer and one to
-// detach it. A spill (VALUE frame over 64 KiB, frame.ts) is never a piece: its handle
-// carries no offset.
+// message (W1, 1 KiB), which a segment of its own serves as fast.
+//
+// NOTE [Piece buffers]
+// Making a piece's ArrayBuffer and detaching it are native calls, and one FinalizationRegistry
+// entry each: per message, that cost small tensors (W1 at 256 B) a third of their rate. So a
+// piece buffer that no user saw (release() of a storage whose buffer never reached user code,
+// as NOTE [Shared allocation]) is kept with its segment by byte offset (Segment.pieceSpares,
+// allocator.ts), and the next lease of that many bytes there takes it: the sender's when the
+// slab is reused, the receiver's while it keeps the mapping (held or parked). Only such a
+// buffer is kept: one the user saw is detached at release, one moved away or collected is
+// never kept, so nothing the user holds is handed out again. Kept buffers are not counted
+// by Segment.liveBuffers() (a slab is reused once no *other* buffer of it is alive: NOTE
+// [Moved buffers]) and are detached when the segment is unmapped; a slab reused whole for
+// one storage drops them.
+//
+// A spill (VALUE frame over 64 KiB, frame.ts) is never a piece: its handle carries no offset.
 import { getSharingStrategy, type SharingStrategy } from './strategy.js';
 import type { Segment } from './segment.js';
 import type { SegmentCache, CacheEntry, SpareLike } from './segment-cache.js';

@@ -33,6 +33,7 @@ import { managerClient } from './manager/client.js';
 import { debug } from '../debug.js';
 import { unmappedReceived } from './descriptors.js';
 import { ensureMappingRoom, noteSegmentMapped, noteSegmentUnmapped } from './mappings.js';
+import type { Spare } from './allocator.js';
 
 export { HEADER_BYTES } from './segment-header.js';
 
@@ -70,6 +71,12 @@ export class Segment {
   outlived = false;
   /** Managed by allocator.ts: listed for the exit cleanup. */
   tracked = false;
+  /**
+   * Managed by allocator.ts: buffers of ended pieces that no user saw, by byte offset, kept
+   * for the next lease of the piece there (NOTE [Piece buffers], packing.ts). Not counted
+   * by liveBuffers(); detached by unmap().
+   */
+  pieceSpares: Map<number, Spare> | null = null;
   /** Count word of this process's slot: -2 not looked up yet, -1 none free. */
   #slot = -2;
 
@@ -226,9 +233,18 @@ export class Segment {
    * ArrayBuffers alive over this segment in this process, the header's own excepted,
    * wherever they are now: a buffer transferred to another thread (postMessage,
    * structuredClone with transfer) still counts, though the sender's copy is detached.
+   * The piece buffers kept for reuse (pieceSpares) do not.
    */
   liveBuffers(): number {
-    return addon.mappingRefs(this.mapping) - 2; // the handle and the header view
+    return addon.mappingRefs(this.mapping) - 2 - (this.pieceSpares?.size ?? 0); // the handle and the header view
+  }
+
+  /** Detaches the kept piece buffers (NOTE [Piece buffers]): nothing but leases uses the mapping then. */
+  dropPieceSpares(): void {
+    const spares = this.pieceSpares;
+    if (spares === null) return;
+    this.pieceSpares = null;
+    for (const s of spares.values()) addon.detach(s.buffer);
   }
 
   /** The memfd to send, or null (named segments, or a receiver that closed it). */
@@ -359,6 +375,7 @@ export class Segment {
       this.#fd = null;
     }
     unmappedReceived(this); // NOTE [Receive reserve]
+    this.dropPieceSpares();
     addon.evict(this.mapping, HEADER_BYTES, 2); // the handle and the header view
     addon.unmap(this.mapping);
   }

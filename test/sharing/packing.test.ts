@@ -5,7 +5,7 @@ import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
 import { PACK_BYTES, PIECE_ALIGN, SLAB_BYTES, segmentCache, slabs, type Lease, type Segment } from '../../src/sharing/index.js';
-import { checkLeaks } from '../helpers/leaks.js';
+import { checkLeaks, collectGarbage } from '../helpers/leaks.js';
 import { reap } from '../helpers/procs.js';
 import { segmentOf } from '../helpers/segments.js';
 import type { HeldReport, PiecesReport } from './fixtures/packing-targets.js';
@@ -53,6 +53,61 @@ test('small storages are aligned pieces of one slab, each buffer exactly its byt
   assert.notEqual(segmentOf(big), seg, 'above PACK_BYTES: a segment of its own');
   assert.equal(segmentOf(big).capacity < SLAB_BYTES, true);
   for (const t of [...ts, big]) t.release();
+  mp.emptyCache();
+});
+
+/** The buffer a piece's lease holds, read without the user's path (which would mark it seen). */
+const bufferOf = (t: mp.Tensor): ArrayBuffer => (t.storage.backing as Lease).buffer;
+
+/** Allocates and releases small tensors until `seg`, an open slab, is full: the next piece closes it. */
+function fillSlab(seg: Segment, from: number): void {
+  for (let k = from; k < Math.floor(seg.capacity / PIECE_ALIGN); k++) {
+    const t = small(-1);
+    assert.equal(segmentOf(t), seg);
+    t.release();
+  }
+}
+
+test('NOTE [Piece buffers]: a piece buffer no user saw is handed out again at its offset when its slab is reused; one a user saw, or moved away, never is', async () => {
+  mp.emptyCache();
+  const a = small(1);
+  const seg = segmentOf(a);
+  const b = small(2);
+  const kept = bufferOf(a);
+  const seen = b.data; // b's buffer reaches user code
+  const seenBuffer = bufferOf(b);
+  a.release();
+  b.release();
+  assert.equal(seen.length, 0, 'a buffer the user saw is detached at release');
+  fillSlab(seg, 2);
+  // Nothing holds the full slab: the next piece closes it, and the cache hands it out again at once.
+  const x = small(4);
+  const y = small(5);
+  assert.equal(segmentOf(x), seg, 'the slab is reused');
+  assert.deepEqual([(x.storage.backing as Lease).offset, (y.storage.backing as Lease).offset], [0, 64]);
+  assert.equal(bufferOf(x), kept, 'the unseen buffer at offset 0 is reused');
+  assert.notEqual(bufferOf(y), seenBuffer, 'the seen one is not: a fresh buffer');
+  assert.equal(seen.length, 0, 'the old view stays empty');
+  assert.deepEqual([x.toArray(), y.toArray()], [Array(16).fill(4), Array(16).fill(5)]);
+  // A buffer moved to elsewhere (postMessage / structuredClone with transfer) lives on: its
+  // slab is not reused while it does, whatever unseen buffers the slab keeps.
+  let moved: Float32Array | null = new Float32Array(structuredClone(x.data.buffer, { transfer: [x.data.buffer as ArrayBuffer] }));
+  x.release();
+  y.release();
+  fillSlab(seg, 2);
+  const z = small(6);
+  const zslab = segmentOf(z);
+  assert.notEqual(zslab, seg, 'not handed out while the moved buffer lives');
+  assert.equal(moved[0], 4, 'the moved buffer still sees its own data');
+  z.release();
+  fillSlab(zslab, 1);
+  moved = null;
+  for (let i = 0; i < 20 && seg.liveBuffers() > 0; i++) await collectGarbage();
+  assert.equal(seg.liveBuffers(), 0, 'the kept buffers do not count as alive');
+  const w = small(7); // closes z's slab; the cache gives back the most recently freed: seg, now free
+  assert.equal(segmentOf(w), seg, 'reused once the moved buffer is collected');
+  assert.notEqual(bufferOf(w), kept, 'the moved buffer is never handed out again');
+  w.release();
   mp.emptyCache();
 });
 
