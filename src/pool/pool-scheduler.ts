@@ -1,27 +1,20 @@
 // The Pool's parent side: which worker holds which chunks, batches to and from them, and
-// what happens when one dies (NOTE [Pool protocol], NOTE [Pool control block])
-// (NOTE [Pool windows] in pool-worker-state.ts, NOTE [Pool aborts] in pool-aborts.ts,
-// NOTE [Pool redispatch] in pool-redispatch.ts).
+// what the chunks of a worker that died become (NOTE [Pool protocol], NOTE [Pool control
+// block]) (NOTE [Pool windows] in pool-worker-state.ts, NOTE [Pool aborts] in pool-aborts.ts,
+// NOTE [Pool redispatch] in pool-redispatch.ts). Starting, replacing and stopping the workers
+// is pool-workers.ts's.
 import { encodeMessage, type Frame } from '../transport/index.js';
 import type { TargetSpec } from '../process/target.js';
 import type { StartMethod } from '../process/index.js';
-import { PoolBrokenError } from '../errors.js';
+import type { PoolBrokenError } from '../errors.js';
 import type { SerializedError } from '../process/messages.js';
-import { WorkerSet, type WorkerExit } from './worker-set.js';
-import { ControlBlock } from './control-block.js';
 import { rebuildTaskError } from './task-error.js';
 import type { Call, CallHost, Taken } from './pool-calls.js';
-import type { PoolWorkerStart } from './pool-worker.js';
-import { MASK, WorkerState } from './pool-worker-state.js';
+import { MASK, type WorkerState } from './pool-worker-state.js';
 import { stopRunning } from './pool-aborts.js';
 import { RetryQueue, spent } from './pool-redispatch.js';
-import {
-  CALL_SLOTS, DONE, FAILED, INIT_FAILED, BATCH_ITEMS, MAX_BATCH, NO_SLOT, OK, READY, TARGET, controlWords, genWord, runMessage,
-} from './pool-messages.js';
-
-const MAIN = { module: new URL(`./pool-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url), export: 'main' };
-/** Workers that die one after another before they are ready, before the pool gives up. */
-const MAX_START_FAILURES = 3;
+import { PoolWorkers } from './pool-workers.js';
+import { CALL_SLOTS, FAILED, BATCH_ITEMS, MAX_BATCH, NO_SLOT, OK, TARGET, genWord, runMessage } from './pool-messages.js';
 
 export interface SchedulerOptions {
   size: number;
@@ -36,12 +29,10 @@ export interface SchedulerOptions {
 
 export class Scheduler implements CallHost {
   readonly size: number;
-  readonly #set: WorkerSet;
-  readonly #control: ControlBlock;
+  readonly #set: PoolWorkers;
   readonly #ctl: Int32Array;
   readonly #workers: WorkerState[];
   readonly #maxTasks: number;
-  readonly #onBroken: (error: PoolBrokenError) => void;
   /** Calls that may still give chunks, in the order they were made (CPython's task queue). */
   #queue: Call[] = [];
   /** Chunks taken back from dead workers, to send before anything else. */
@@ -51,46 +42,42 @@ export class Scheduler implements CallHost {
   readonly #freeSlots: number[] = [];
   readonly #targets = new Map<string, number>();
   readonly #targetList: TargetSpec[] = [];
-  #start: PoolWorkerStart | null;
-  #startFailures = 0;
   /** Chunks taken from calls and not finished, over all calls. */
   #outstanding = 0;
   #pumping = false;
   #rotate = 0;
-  #broken = false;
-  #stopping: Promise<void> | null = null;
   #idle: (() => void) | null = null;
 
   constructor(options: SchedulerOptions) {
     const { size } = options;
     this.size = size;
     this.#maxTasks = options.maxTasks;
-    this.#onBroken = options.onBroken;
+    // Not `options` in the closures below: it holds initargs, let go of at the end (pool-workers.ts).
+    const onBroken = options.onBroken;
     for (let s = CALL_SLOTS - 1; s >= 0; s--) this.#freeSlots.push(s);
-    // Progress words start at -1: no chunk started (NOTE [Pool control block]).
-    this.#control = ControlBlock.create(controlWords(size));
-    this.#ctl = this.#control.words;
-    this.#ctl.fill(-1, 0, size);
-    this.#workers = Array.from({ length: size }, () => new WorkerState());
-    this.#start = {
-      control: this.#control,
+    this.#set = new PoolWorkers({
       size,
+      startMethod: options.startMethod,
       initializer: options.initializer,
       initargs: options.initargs,
-    };
-    try {
-      this.#set = new WorkerSet({
-        main: MAIN,
-        size,
-        startMethod: options.startMethod,
-        args: () => [this.#start],
-        onMessage: (id, m) => this.#onMessage(id, m as unknown[]),
-        onExit: (id, exit) => this.#onExit(id, exit),
-      });
-    } catch (e) {
-      this.#control.close();
-      throw e;
-    }
+      onDone: (id, m) => this.#onDone(id, m),
+      // What it held goes back: begun chunks fail, the others go first (NOTE [Pool redispatch]).
+      onExit: (id, w, progress, exit) => this.#retry.takeBack(id, w, progress, exit),
+      onReplaced: () => this.#pump(),
+      onBroken: (error) => {
+        for (const call of [...this.#active]) call.fail(error);
+        onBroken(error);
+      },
+      onEnded: () => {
+        // Nor for the calls whose chunks were at workers stopped by terminate() (their exits
+        // are not reported: NOTE [Worker set]), which a pool kept by its user would keep.
+        this.#retry.clear();
+        this.#queue = [];
+        this.#active.clear();
+      },
+    });
+    this.#ctl = this.#set.ctl;
+    this.#workers = this.#set.states;
   }
 
   /** The id of a task function, defined to each worker before its first chunk. */
@@ -120,12 +107,7 @@ export class Scheduler implements CallHost {
 
   /** PIDs (threadIds) of the workers now running. */
   pids(): number[] {
-    const out: number[] = [];
-    for (let id = 0; id < this.size; id++) {
-      const pid = this.#set.pid(id);
-      if (pid !== null) out.push(pid);
-    }
-    return out;
+    return this.#set.pids();
   }
 
   // --- CallHost ---------------------------------------------------------------------------
@@ -146,7 +128,7 @@ export class Scheduler implements CallHost {
 
   /** Gives each worker with room the next chunks (NOTE [Pool windows]). */
   #pump(): void {
-    if (this.#pumping || this.#broken) return;
+    if (this.#pumping || this.#set.broken) return;
     this.#pumping = true;
     try {
       // Which workers take chunks now: those with half their window back (so that batches
@@ -264,23 +246,6 @@ export class Scheduler implements CallHost {
 
   // --- results and exits ---------------------------------------------------------------------
 
-  #onMessage(id: number, m: unknown[]): void {
-    switch (m[0]) {
-      case DONE:
-        this.#onDone(id, m);
-        break;
-      case READY:
-        this.#workers[id]!.ready = true;
-        this.#startFailures = 0;
-        break;
-      case INIT_FAILED: {
-        const cause = rebuildTaskError(m[1] as SerializedError);
-        this.#fail(new PoolBrokenError(`The pool's initializer threw in worker ${id}: ${cause.message}. The pool cannot run tasks; fix the initializer and make a new Pool.`, { cause }));
-        break;
-      }
-    }
-  }
-
   #onDone(id: number, m: unknown[]): void {
     const w = this.#workers[id]!;
     const first = m[1] as number;
@@ -312,29 +277,8 @@ export class Scheduler implements CallHost {
     w.doneSeq = (first + count) | 0;
     w.observe(m[3] as number, count);
     // maxtasksperchild: every chunk it was given is back; a new process takes its place.
-    if (spent(w, this.#maxTasks) && !this.#stopping) this.#renew(id, w);
+    if (spent(w, this.#maxTasks)) this.#set.renew(id);
     this.#pump();
-  }
-
-  #onExit(id: number, exit: WorkerExit): void {
-    const w = this.#workers[id]!;
-    w.alive = false;
-    if (w.killTimer !== null) clearTimeout(w.killTimer);
-    w.killTimer = null;
-    this.#retry.takeBack(id, w, Atomics.load(this.#ctl, id), exit);
-    if (this.#broken || this.#stopping) return;
-    if (!w.ready && !w.stoppedForAbort && ++this.#startFailures >= MAX_START_FAILURES) {
-      this.#fail(new PoolBrokenError(`${MAX_START_FAILURES} workers in a row ended before they were ready (the last: ${exit.error?.message ?? `exit code ${exit.exitCode}`}); the pool stops trying.`, { cause: exit.error }));
-      return;
-    }
-    this.#renew(id, w);
-    this.#pump();
-  }
-
-  /** A new process for worker id `id`. */
-  #renew(id: number, w: WorkerState): void {
-    this.#set.replace(id);
-    w.reset();
   }
 
   #chunkFinished(call: Call): void {
@@ -354,17 +298,6 @@ export class Scheduler implements CallHost {
     if (this.#active.size === 0) this.#idle?.();
   }
 
-  /** The pool cannot go on: every call fails with `error`, the workers are stopped. */
-  #fail(error: PoolBrokenError): void {
-    if (this.#broken) return;
-    this.#broken = true;
-    for (const call of [...this.#active]) call.fail(error);
-    this.#onBroken(error);
-    // Asked, not signalled: a worker still importing its initializer's module finishes that
-    // first (a thread stopped while its loader has a file open leaks that descriptor).
-    void this.stop();
-  }
-
   // --- the end ----------------------------------------------------------------------------
 
   /** Resolves once no call has work left (close()). */
@@ -382,28 +315,12 @@ export class Scheduler implements CallHost {
 
   /** Asks the workers to stop (they have nothing to do), then as the worker set escalates. */
   stop(): Promise<void> {
-    this.#stopping ??= this.#set.stop().finally(() => this.#ended());
-    return this.#stopping;
+    return this.#set.stop();
   }
 
   /** Stops the workers now: SIGTERM, then SIGKILL. Pending calls are the caller's to fail. */
   terminate(): Promise<void> {
-    this.#stopping ??= this.#set.terminate().finally(() => this.#ended());
-    return this.#stopping;
-  }
-
-  /**
-   * The workers are gone: nothing is held for new ones (the initializer's arguments' tensors
-   * among it), nor for the calls whose chunks were at workers stopped by terminate() (their
-   * exits are not reported: NOTE [Worker set]), which a pool kept by its user would keep.
-   */
-  #ended(): void {
-    this.#control.close();
-    this.#start = null;
-    for (const w of this.#workers) w.clear();
-    this.#retry.clear();
-    this.#queue = [];
-    this.#active.clear();
+    return this.#set.terminate();
   }
 
   /** Every call that has not settled (to fail them at terminate()). */
