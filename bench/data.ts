@@ -12,7 +12,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import * as mp from '../src/index.js';
+import * as mp from 'tensorproc';
 import { findPythons } from './lib/programs.js';
 import { markdownTable, median } from './lib/stats.js';
 import { benchEnv } from './lib/workload.js';
@@ -69,7 +69,7 @@ function fillLimit(): number {
 
 /** The start-up floor: ms until two Node processes that import tensorproc, started at once, have both exited. */
 async function importFloor(): Promise<number> {
-  const entry = new URL('../src/index.js', import.meta.url).href;
+  const entry = import.meta.resolve('tensorproc'); // the package entry, as the workers load it
   const one = () => new Promise<void>((resolve, reject) => {
     spawn(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(entry)})`], { stdio: 'inherit' })
       .on('error', reject)

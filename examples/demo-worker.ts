@@ -1,4 +1,4 @@
-import type { Tensor } from '../src/index.js';
+import type { Tensor } from 'tensorproc';
 
 /** Runs in the child: t is the parent's memory, not a copy. */
 export function scale(i: number, t: Tensor, factor: number): void {

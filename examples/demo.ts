@@ -1,6 +1,6 @@
 // `npm start`: a tensor written in one process is read and written in another, without a
 // copy, under each sharing strategy.
-import * as mp from '../src/index.js';
+import * as mp from 'tensorproc';
 
 const worker = { module: new URL('./demo-worker.js', import.meta.url), export: 'scale' };
 

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import * as mp from '../src/index.js';
+import * as mp from 'tensorproc';
 import { ConfigError, STRIDE, check, loadConfig, type Config } from './keypoints/config.js';
 import { evaluate, findPeaks, formatNameValue, type Result } from './keypoints/evaluate.js';
 import { multiScaleHeatmaps } from './keypoints/model.js';

@@ -7,7 +7,7 @@
 //
 // One file: the children import this module for `train`, and the main code is guarded so
 // that they do not run it (torch: `if __name__ == '__main__'`).
-import * as mp from '../src/index.js';
+import * as mp from 'tensorproc';
 
 const FEATURES = 20;
 const CLASSES = 3;

@@ -9,7 +9,7 @@
 // One file, as the post has it: the workers import this module for `worker`, and the main
 // code below is guarded so that they do not run it (torch: `if __name__ == '__main__'`; here
 // `mp.parentProcess() === null`).
-import * as mp from '../src/index.js';
+import * as mp from 'tensorproc';
 
 const N = 512;
 

@@ -2,7 +2,7 @@
 // a 3x224x224 float32 image written in full (empty, then fill with i % 255 / 255) and the
 // label i % 10. `workMs` adds that much CPU work per sample (a spin, as the anchor's), for
 // the goal measured with about 1 ms of work per sample.
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 
 export function synthetic(n: number, workMs = 0): mp.MapDataset<[mp.Tensor, number]> {
   return {

@@ -5,7 +5,7 @@
 // (`releaseSamples`: each is freed once collated, as torch frees it when collate drops the
 // last reference, NOTE [Releasing samples]); `releaseSamples = false` measures the samples
 // left to the garbage collector.
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 
 export const W4 = { batchSize: 32, batches: 40 } as const;
 

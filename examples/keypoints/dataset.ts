@@ -4,7 +4,7 @@
 // every worker renders the images it is asked for (the work a real loader spends decoding
 // and augmenting). Image i is the same wherever it is rendered: its generator is seeded with
 // (DATASET.SEED, i), not with the worker's seed.
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 import { type Config } from './config.js';
 import { PALETTE, MEAN, STD, blobSigma } from './model.js';
 

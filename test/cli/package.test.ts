@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -55,7 +55,7 @@ function install(): { root: string; files: string[] } {
 
 test('the installed package has its anchors and bootstrap bundle, and its bench and doctor run from it', { timeout: 300_000 }, () => {
   const { root, files } = install();
-  for (const f of ['dist/src/cli/main.js', 'dist/bench/run.js', 'dist/bench/queue.js', 'dist/bench/spawn.js', 'dist/bench/anchors/node-ipc.js', 'bench/anchors/torch-queue.py', 'bench/anchors/torch-spawn.py', 'bench/anchors/message-limit.py', 'dist/src/process/child-process.bundle.js']) {
+  for (const f of ['dist/src/cli/main.js', 'dist/bench/run.js', 'dist/bench/queue.js', 'dist/bench/spawn.js', 'dist/bench/anchors/node-ipc.js', 'bench/anchors/torch-queue.py', 'bench/anchors/torch-spawn.py', 'bench/anchors/message-limit.py', 'dist/src/process/child-process.bundle.js', 'dist/bundle/index.js', 'dist/bundle/process/child-process.bundle.js']) {
     assert.ok(files.includes(f), `${f} ships in the package`);
   }
   assert.ok(!files.some((f) => f.startsWith('dist/test/')), 'the tests do not ship');
@@ -66,8 +66,23 @@ test('the installed package has its anchors and bootstrap bundle, and its bench 
   const chosen = execFileSync(process.execPath, ['--input-type=module', '-e', `const { processBootstrap } = await import(${JSON.stringify(startModule)}); console.log(processBootstrap().href);`], { encoding: 'utf8', timeout: 60_000 });
   assert.equal(chosen.trim(), pathToFileURL(join(root, 'dist/src/process/child-process.bundle.js')).href);
 
-  const cli = join(root, 'dist/src/cli/main.js');
+  // A user's program beside node_modules: 'tensorproc' is the bundle (NOTE [The package
+  // bundle]), and a DataLoader's workers, over a dataset module that imports it too, collate
+  // its tensors (one copy of the library in each process).
   const cwd = join(dir, 'app');
+  writeFileSync(join(cwd, 'data.mjs'), "import * as mp from 'tensorproc';\nexport const rows = (n) => ({ length: n, getItem: (i) => mp.full([2], i) });\n");
+  writeFileSync(
+    join(cwd, 'main.mjs'),
+    "import * as mp from 'tensorproc';\n" +
+      "console.log(import.meta.resolve('tensorproc'));\n" +
+      "const loader = new mp.DataLoader({ module: new URL('./data.mjs', import.meta.url), export: 'rows', args: [6] }, { batchSize: 3, numWorkers: 2 });\n" +
+      "for await (const b of loader) console.log(b instanceof mp.Tensor && b.isShared(), JSON.stringify(b.toArray()));\n",
+  );
+  const user = spawnSync(process.execPath, ['main.mjs'], { cwd, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(user.status, 0, user.stderr);
+  assert.equal(user.stdout, `${pathToFileURL(join(root, 'dist/bundle/index.js')).href}\ntrue [[0,0],[1,1],[2,2]]\ntrue [[3,3],[4,4],[5,5]]\n`);
+
+  const cli = join(root, 'dist/src/cli/main.js');
   const doctor = spawnSync(process.execPath, [cli, 'doctor'], { cwd, encoding: 'utf8', timeout: 60_000 });
   assert.match(doctor.stdout, new RegExp(`^ok +addon +loaded \\(${join(root, 'build/Release/tensorproc.node').replace(/[.]/g, '\\.')}\\)$`, 'm'));
   assert.equal(doctor.status, /^FAIL/m.test(doctor.stdout) ? 1 : 0, doctor.stdout + doctor.stderr);
