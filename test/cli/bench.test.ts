@@ -88,7 +88,7 @@ test('bench for a person: tables with ratios and verdicts, no JSON lines, no lib
   const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--only', 'W2'], { encoding: 'utf8', timeout: 120_000 });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^### W2, s \(lower is better; one run\)$/m);
-  assert.match(r.stdout, /^\| N=2 +\| +tensorproc spawn +\| +[\d.]+x \|.*\| ≤ 1\.1x fork \| +(pass|BELOW) \([\d.]+x\) \|$/m);
+  assert.match(r.stdout, /^\| N=2 +\| +tensorproc spawn +\| +[\d.]+x \|.*\| time ≤ 1\.1x fork \(≥ 0\.91x as fast\) \| +(pass|BELOW) \([\d.]+x\) \|$/m);
   assert.match(r.stdout, /^### W2, ms after the exit/m);
   for (const out of [r.stdout, r.stderr]) {
     assert.doesNotMatch(out, /^\{/m, 'no JSON lines');
