@@ -10,7 +10,7 @@
 //    NOTE [Packed small storages], in 64-byte units in bytes 6-7); descriptor 0 is the memfd
 //    under file_descriptor.
 //  - PLAIN: a small tree of plain values and tensors, written directly (NOTE [Plain frames],
-//    plain.ts): tuples, dicts, numbers, strings.
+//    plain-layout.ts): tuples, dicts, numbers, strings.
 //  - VALUE: anything else, as V8 serializer output with the table of NOTE [Message table].
 //  - SPILL: a VALUE frame too large for a datagram (INLINE_MAX), written into a shared
 //    storage that travels in its place (its descriptor last); the receiver reads the inner
@@ -30,7 +30,8 @@ import {
   DTYPE_CODE, DTYPE_CODES, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, KIND_SPILL, KIND_TENSOR, KIND_VALUE, MAX_FDS, MAX_NDIM, PIECE_ALIGN, STRATEGIES, STRATEGY_CODE,
   receivedViews, viewsOf,
 } from './wire.js';
-import { decodePlain, encodePlain } from './plain.js';
+import { decodePlain } from './plain-decode.js';
+import { encodePlain } from './plain-encode.js';
 
 export { FRAME_VERSION, INLINE_MAX, MAX_FRAME, MAX_FDS } from './wire.js';
 

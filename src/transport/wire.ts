@@ -50,7 +50,7 @@ let received: BufferViews | null = null;
 /**
  * The views of the buffer `bytes` lies in. Frames are decoded from one receive buffer per
  * thread (the endpoint's), so the views are made once, not per message, whichever decoder
- * (frame.ts, plain.ts) asks.
+ * (frame.ts, plain-decode.ts) asks.
  */
 export function receivedViews(bytes: Uint8Array): BufferViews {
   if (received === null || received.buffer !== bytes.buffer) received = viewsOf(bytes.buffer);
