@@ -155,13 +155,14 @@ function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
     addon.detach(spare.buffer);
     spare = null;
   }
+  if (!state.owned && outlived && seg.liveBuffers() > 0) {
+    addOutliving(seg); // NOTE [Moved buffers]: it stays outlived until checkOutliving() finds no buffer
+    return;
+  }
+  seg.outlived = false;
   if (state.owned) {
-    seg.outlived = false;
     cache.give(seg, spare, outlived);
-  } else if (outlived && seg.liveBuffers() > 0) {
-    addOutliving(seg); // NOTE [Moved buffers]
   } else {
-    seg.outlived = false;
     seg.unref();
     releaseReceived(seg);
     received.park(seg, spare);
