@@ -152,7 +152,8 @@ export class CollateStream {
     const i = this.#samples.length;
     this.#samples.push(sample);
     if (this.#broken) return;
-    if (this.releaseSamples) checkNotReleased(sample, i);
+    // Found, and checked, before anything of it is copied or released.
+    const owned = this.releaseSamples ? ownedTensors(sample, i) : null;
     if (i === 0) {
       this.#plan = plan(sample, this.n, 'batch');
     } else if (!add(this.#plan!, sample, i)) {
@@ -160,8 +161,8 @@ export class CollateStream {
       if (!this.releaseSamples) this.#letGo();
       return;
     }
-    if (this.releaseSamples) {
-      releaseTensors(sample);
+    if (owned !== null) {
+      for (const t of owned) if (!t.storage.isReleased()) t.release(); // not after another view of its storage
       this.#released = i + 1;
     }
   }
@@ -205,8 +206,14 @@ export class CollateStream {
   }
 }
 
-/** A tensor already released in a sample of a releaseSamples loader: the dataset gave it twice, or keeps it. */
-function checkNotReleased(sample: unknown, i: number): void {
+/**
+ * The tensors of sample `i` of a releaseSamples loader, in the order releaseTensors() would
+ * release them (the same walk), for release once the sample is copied. A tensor already
+ * released is an error, thrown before anything is copied or released: the dataset gave it
+ * twice, or keeps it.
+ */
+function ownedTensors(sample: unknown, i: number): Tensor[] {
+  const tensors: Tensor[] = [];
   const seen = new Set<unknown>();
   const walk = (v: unknown): void => {
     if (v === null || typeof v !== 'object' || seen.has(v)) return;
@@ -218,9 +225,11 @@ function checkNotReleased(sample: unknown, i: number): void {
             'is released once collated, so a dataset must return fresh tensors (not one it keeps, returns twice, or a view of a tensor it keeps). Drop releaseSamples for such a dataset.',
         );
       }
+      tensors.push(v);
     } else if (Array.isArray(v)) v.forEach(walk);
     else if (v instanceof Map) v.forEach(walk);
     else if (isPlainObject(v)) Object.values(v).forEach(walk);
   };
   walk(sample);
+  return tensors;
 }

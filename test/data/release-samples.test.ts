@@ -67,6 +67,21 @@ describe('DataLoader releaseSamples', () => {
     await assert.rejects(batches(loader), (e: any) => isCoded(mp.ReleasedError, 'ERR_TP_RELEASED')(e) && /releaseSamples/.test(e.message));
   });
 
+  test('a released tensor after a fresh one in a sample: ERR_TP_RELEASED before any tensor of that sample is released', async () => {
+    const dead = mp.full([3], 1);
+    dead.release();
+    const fresh: mp.Tensor[] = [];
+    const getItem = (i: number) => {
+      const t = mp.full([3], i);
+      fresh.push(t);
+      return i === 1 ? [t, dead] : [t, mp.full([3], i)]; // the walk meets the fresh tensor first
+    };
+    const loader = new mp.DataLoader({ length: 2, getItem }, { batchSize: 2, releaseSamples: true });
+    await assert.rejects(batches(loader), (e: any) => isCoded(mp.ReleasedError, 'ERR_TP_RELEASED')(e) && /Sample 1 .*releaseSamples/.test(e.message));
+    assert.ok(fresh[0]!.storage.isReleased(), 'sample 0 was collated, then released');
+    assert.ok(!fresh[1]!.storage.isReleased(), 'nothing of sample 1 released');
+  });
+
   test('with workers (processes and threads): samples released in the worker as the batch is made', async () => {
     for (const startMethod of ['spawn', 'thread'] as const) {
       for (const releaseSamples of [false, true]) {
