@@ -18,7 +18,9 @@
 //   mains and the thread bootstrap from the bundle (src/bundle-entry.ts leaves them on
 //   globalThis, so the bundle exports only the public API), and the process child's
 //   bootstrap bundle (NOTE [The process child's bundle]), copied, whose few imports find
-//   here the bundle or stubs over it.
+//   here the bundle or stubs over it. Only the bundle is copied, not as child-process.js
+//   too: processBootstrap() (child-start.ts) takes the bundle when no child-process.js is
+//   beside it. The stubs' export lists come from esbuild's metafile: the build runs nothing.
 // - The native addon's loader and the error classes stay files of their own (copied beside
 //   the bundle), shared by the bundle and that bootstrap, as under dist/src: one addon opened
 //   per process, one set of error classes.
@@ -28,7 +30,7 @@
 // Without esbuild the entry re-exports dist/src.
 import { copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const src = join(root, 'dist/src');
@@ -94,11 +96,10 @@ for (const p of KEPT) {
   mkdirSync(dirname(join(out, p)), { recursive: true });
   copyFileSync(join(src, p), join(out, p));
 }
-// The process bootstrap: child-start.ts takes the bundle when it is not older than the plain file.
-const boot = join(src, 'process/child-process.bundle.js');
+// The process bootstrap, its bundle only: child-start.ts's processBootstrap() takes it when no
+// child-process.js sits beside it.
 mkdirSync(join(out, 'process'), { recursive: true });
-copyFileSync(boot, join(out, 'process/child-process.js'));
-copyFileSync(boot, join(out, 'process/child-process.bundle.js'));
+copyFileSync(join(src, 'process/child-process.bundle.js'), join(out, 'process/child-process.bundle.js'));
 
 const HELD = "globalThis[Symbol.for('tensorproc.bundle')]";
 const up = (rel) => '../'.repeat(rel.split('/').length - 1) + 'index.js';
@@ -108,8 +109,33 @@ write(
   'process/child-thread.js',
   `import { fileURLToPath } from 'node:url';\nimport '../index.js';\nawait ${HELD}.threadChildMain(fileURLToPath(import.meta.url));\n`,
 );
-// What the process bootstrap imports on some paths: the same modules, from the bundle.
-for (const [rel, key] of [['transport/index.js', 'transport'], ['process/error-payload.js', 'errorPayload'], ['native/fds.js', 'fds']]) {
-  const names = Object.keys(await import(pathToFileURL(join(src, rel)).href));
+// What the process bootstrap imports on some paths: the same modules, from the bundle. Their
+// export names come from esbuild's metafile, for a bundle of each that is never written: the
+// build runs none of the library (importing them would open the native addon).
+const STUBBED = [['transport/index.js', 'transport'], ['process/error-payload.js', 'errorPayload'], ['native/fds.js', 'fds']];
+const probe = await esbuild.build({
+  entryPoints: STUBBED.map(([rel]) => join(src, rel)),
+  outdir: join(out, 'probe'),
+  absWorkingDir: root,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  packages: 'external',
+  write: false,
+  metafile: true,
+  logLevel: 'warning',
+});
+const exportsOf = new Map();
+for (const [file, output] of Object.entries(probe.metafile.outputs)) {
+  if (!output.entryPoint) continue;
+  // A re-export of a package's names would be missing from the list: fail rather than drop them.
+  const text = probe.outputFiles.find((f) => f.path === join(root, file))?.text ?? '';
+  if (/^export \* from/m.test(text)) throw new Error(`${output.entryPoint}: export * from a package; list its names by hand`);
+  exportsOf.set(join(root, output.entryPoint), [...output.exports].sort());
+}
+for (const [rel, key] of STUBBED) {
+  const names = exportsOf.get(join(src, rel));
+  if (!names) throw new Error(`no exports found for ${rel}`);
   write(rel, `import '${up(rel)}';\nexport const { ${names.join(', ')} } = ${HELD}.${key};\n`);
 }

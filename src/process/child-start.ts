@@ -19,7 +19,9 @@ let processEntry: URL | null = null;
 
 /**
  * The process child's bootstrap: its bundle when that was built after the last compile of
- * child-process.js, else child-process.js itself (NOTE [The process child's bundle]).
+ * child-process.js, or when there is no child-process.js beside it (the package bundle's
+ * copy, dist/bundle/process: NOTE [The package bundle]), else child-process.js itself (NOTE
+ * [The process child's bundle]).
  * In an installed package (under node_modules) the bundle is always the one: nothing
  * compiles there, and the files' times are when npm unpacked them, in whatever order
  * (child-process.js came out a fraction of a millisecond after the bundle, which made every
@@ -31,12 +33,16 @@ export function processBootstrap(): URL {
   const bundle = new URL('./child-process.bundle.js', import.meta.url);
   processEntry = plain;
   if (EXT === '.js') {
-    try {
-      const installed = bundle.pathname.includes('/node_modules/');
-      if (statSync(bundle).mtimeMs >= (installed ? 0 : statSync(plain).mtimeMs)) processEntry = bundle;
-    } catch {
-      // not built: the plain bootstrap
-    }
+    const mtime = (url: URL): number | null => {
+      try {
+        return statSync(url).mtimeMs;
+      } catch {
+        return null; // not there
+      }
+    };
+    const built = mtime(bundle);
+    const installed = bundle.pathname.includes('/node_modules/');
+    if (built !== null && built >= (installed ? 0 : (mtime(plain) ?? 0))) processEntry = bundle;
   }
   return processEntry;
 }

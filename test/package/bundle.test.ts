@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as mp from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
@@ -38,4 +39,10 @@ test('a program importing the package: DataLoader, Pool and spawn, process and t
     assert.deepEqual(out[`spawn ${m}`], [3, 3, 3], m);
   }
   assert.deepEqual(out.exports, Object.keys(mp).sort(), 'the bundle exports the public API, nothing more');
+});
+
+test('the process bootstrap is in dist/bundle once, as its bundle: processBootstrap() takes it, there being no child-process.js beside it', () => {
+  // (That the spawned children run it is the 'spawn' check above: a missing bootstrap fails them.)
+  assert.ok(existsSync(new URL('../../bundle/process/child-process.bundle.js', import.meta.url)));
+  assert.ok(!existsSync(new URL('../../bundle/process/child-process.js', import.meta.url)));
 });
