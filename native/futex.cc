@@ -71,6 +71,27 @@ Napi::Value FutexWait(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), ResultName(r));
 }
 
+// spinWhile(mapping, byteOffset, expected, maxUs) -> whether the word left `expected` within
+// maxUs µs. Blocks the calling thread for that long at most, with no system call: the pause
+// hint between loads (a core shared with another hardware thread leaves it the core, and the
+// loop does not flood the memory system), the clock read every 64 loads. For NOTE [Spinning
+// before sleeping] (src/queue/spin.ts).
+Napi::Value SpinWhile(const Napi::CallbackInfo& info) {
+  Mapping* m; uint32_t* word;
+  if (!WordArg(info, &m, &word)) return info.Env().Undefined();
+  uint32_t expected = info[2].As<Napi::Number>().Uint32Value();
+  double maxUs = info[3].As<Napi::Number>().DoubleValue();
+  auto* w = reinterpret_cast<std::atomic<uint32_t>*>(word);
+  auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(maxUs * 1000));
+  for (;;) {
+    for (int i = 0; i < 64; i++) {
+      if (w->load(std::memory_order_acquire) != expected) return Napi::Boolean::New(info.Env(), true);
+      __builtin_ia32_pause();
+    }
+    if (std::chrono::steady_clock::now() >= until) return Napi::Boolean::New(info.Env(), false);
+  }
+}
+
 // futexWake(mapping, byteOffset, count) -> number of waiters woken.
 Napi::Value FutexWake(const Napi::CallbackInfo& info) {
   Mapping* m; uint32_t* word;
@@ -187,6 +208,7 @@ Napi::Value FutexWaitAsync(const Napi::CallbackInfo& info) {
 
 void InitFutex(Napi::Env env, Napi::Object exports) {
   exports.Set("futexWait", Napi::Function::New(env, FutexWait));
+  exports.Set("spinWhile", Napi::Function::New(env, SpinWhile));
   exports.Set("futexWake", Napi::Function::New(env, FutexWake));
   exports.Set("futexWaitAsync", Napi::Function::New(env, FutexWaitAsync));
   exports.Set("futexWaitThreads", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {

@@ -49,6 +49,7 @@ export interface Addon {
 
   futexWait(m: NativeMapping, byteOffset: number, expected: number, timeoutMs: number): FutexResult;
   futexWake(m: NativeMapping, byteOffset: number, count: number): number;
+  spinWhile(m: NativeMapping, byteOffset: number, expected: number, maxUs: number): boolean;
   futexWaitAsync(m: NativeMapping, byteOffset: number, expected: number, timeoutMs: number): Promise<FutexResult>;
   /** futexWaitAsync threads of this process still running (their environment may be gone). */
   futexWaitThreads(): number;

@@ -7,6 +7,7 @@ import { describeValue } from '../describe-value.js';
 import { Endpoint, checkMessage, registerReduction, settled, timeoutOption, type Frame } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { Slots } from './slots.js';
+import { GetSpin } from './spin.js';
 import { checkState, closeAll, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
 
 export interface QueueOptions {
@@ -28,6 +29,7 @@ class QueueCore {
   readonly endpoint: Endpoint;
   readonly state: SharedWords;
   readonly slots: Slots;
+  readonly spin: GetSpin;
   readonly key: string;
 
   constructor(sendFd: number, recvFd: number, state: SharedWords, maxsize: number, key: string) {
@@ -39,6 +41,7 @@ class QueueCore {
       onDropped: () => this.slots.giveBack(), // a message that will never arrive frees its slot
     });
     this.slots = new Slots(state, this.endpoint, maxsize);
+    this.spin = new GetSpin(state.words, state.mapping);
   }
 
   #closed = false;
@@ -137,6 +140,7 @@ export class Queue<T = unknown> {
           core.slots.giveBack();
           return Promise.reject(e);
         }
+        GetSpin.sent(core.state.words); // NOTE [Spinning before sleeping]
         return settled(undefined); // NOTE [Letting the loop turn]
       }
       frame.abandon(); // it could travel: nothing more to check
@@ -165,7 +169,23 @@ export class Queue<T = unknown> {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#core.endpoint.receive(timeout, emptyError) as Promise<T>;
+    const core = this.#core;
+    if (timeout !== 0) {
+      // NOTE [Spinning before sleeping]: SENT is read before COUNT, so a put between the two
+      // either shows in COUNT or moves SENT while we watch it.
+      const armed = core.spin.arm();
+      if (armed !== null && core.slots.count() === 0 && !core.endpoint.receiving && !core.endpoint.closed) {
+        if (timeout === null) core.spin.spin(armed, null);
+        else {
+          const t0 = performance.now();
+          core.spin.spin(armed, timeout);
+          const given = timeout;
+          // The spin counts against the timeout; the error names the one given.
+          return core.endpoint.receive(Math.max(0, timeout - (performance.now() - t0)), () => emptyError(given)) as Promise<T>;
+        }
+      }
+    }
+    return core.endpoint.receive(timeout, emptyError) as Promise<T>;
   }
 
   /** torch get_nowait(): get with timeout 0. */

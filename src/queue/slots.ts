@@ -22,12 +22,16 @@
 // NOTICED (a few instructions) would leave it set; that is the one kill this can't absorb. A queue kept full by a fast producer then costs one notice per wake-up of the
 // producer, not one per get, and the producer fills every slot freed meanwhile at once.
 // A producer that takes fewer slots than are free while others still wait passes a notice on.
+// Word 16, SENT, on a cache line of its own, is bumped by every put once its datagram is
+// sent: what a get that found the queue empty watches before it sleeps (NOTE [Spinning before
+// sleeping], spin.ts).
 // A waiting put holds its value, not an encoded message: it is encoded when its slot is
 // taken (as torch's feeder pickles later), so a wait costs no copy and no descriptor.
 import { addon, EAGAIN, EMSGSIZE, RECV_EMPTY, RECV_NO_PROBE } from '../native/index.js';
 import { QueueFullError } from '../errors.js';
 import type { Endpoint, Frame } from '../transport/index.js';
 import type { SharedWords } from './shared-words.js';
+import { GetSpin } from './spin.js';
 
 export const COUNT = 0;
 export const WAITERS = 1;
@@ -185,6 +189,7 @@ export class Slots {
       this.#remove(waiter);
       try {
         this.#endpoint.sendEncoded(frame);
+        GetSpin.sent(w); // NOTE [Spinning before sleeping]
         waiter.resolve();
       } catch (e) {
         this.giveBack();

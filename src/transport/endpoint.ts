@@ -296,6 +296,11 @@ export class Endpoint {
     });
   }
 
+  /** Whether a receive of this process waits already (a new one queues behind it). */
+  get receiving(): boolean {
+    return this.#waiters.length > 0;
+  }
+
   /** Watches for readability while a receive or a poll waits. */
   #updateReadable(): void {
     this.recvWatcher.onReadable(this.#waiters.length > 0 || this.#polls.size > 0 ? this.#onReadable : null);

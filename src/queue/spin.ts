@@ -1,0 +1,74 @@
+// A get that finds its queue empty watches it for a while before it sleeps.
+//
+// NOTE [Spinning before sleeping]
+// A get that finds nothing waits in the event loop (epoll) for the socket to turn readable.
+// When the next message is tens of µs away, that sleep costs more than it saves: the CPU goes
+// idle, and the producer's send then pays for waking it (an inter-processor interrupt, which
+// on a VM goes through the hypervisor: 20-45 µs inside the producer's sendmsg on the project's
+// 2-vCPU VMs, a quarter of what a 1 MiB message costs it), and the consumer runs tens of µs
+// after that again. So a get that finds the queue empty first watches the queue's SENT word,
+// which every put bumps once its datagram is in the socket, for at most SPIN_US
+// (TENSORPROC_SPIN_US, default 200 µs), with the CPU's pause hint between loads and no system
+// call (the addon's spinWhile), and receives at once when it moves: the rent-or-buy rule of
+// NOTE [Waiting for a segment], spinning about as long as a sleep and a wake-up cost. SENT, not
+// COUNT: a put takes its slot (COUNT + 1) before its sendmsg, so a get watching COUNT ran its
+// recv before the datagram was there, found nothing and slept after all (W1 at 1 KiB lost 10%).
+// The spin holds this thread's event loop for SPIN_US at most. Spins that come to nothing back
+// off: after n of them in a row, the next 2^n - 1 empty gets of this queue in this thread sleep
+// at once (n at most MAX_BACKOFF), so a consumer whose producer is slow (16 MiB tensors a
+// millisecond apart) spins in about one get of 256, and a spin that pays resets it. A process
+// allowed on one CPU never spins: its spin would hold the CPU its producer needs.
+// SimpleQueue has no shared words (torch's has no state either) and does not spin.
+import { availableParallelism } from 'node:os';
+import { addon, type NativeMapping } from '../native/index.js';
+
+/** The Queue's shared word that puts bump once their datagram is sent (NOTE [Spinning before sleeping]). */
+export const SENT = 16; // its own cache line: the producer's slot CAS on COUNT does not contend with a spinning reader
+
+const MAX_BACKOFF = 8;
+
+function spinUs(): number {
+  const env = process.env.TENSORPROC_SPIN_US;
+  const us = env !== undefined && env !== '' && Number(env) >= 0 ? Number(env) : 200;
+  return us > 0 && availableParallelism() > 1 ? us : 0;
+}
+
+const SPIN_US = spinUs();
+
+export class GetSpin {
+  readonly #words: Int32Array;
+  readonly #mapping: NativeMapping;
+  #fails = 0;
+  #skip = 0;
+
+  constructor(words: Int32Array, mapping: NativeMapping) {
+    this.#words = words;
+    this.#mapping = mapping;
+  }
+
+  /** What SENT reads now, to spin on if the queue turns out empty; null when this get does not spin. */
+  arm(): number | null {
+    if (SPIN_US === 0) return null;
+    if (this.#skip > 0) {
+      this.#skip--;
+      return null;
+    }
+    return Atomics.load(this.#words, SENT);
+  }
+
+  /** Watches SENT until it leaves `armed` or the bound (or `timeoutMs`) passes. */
+  spin(armed: number, timeoutMs: number | null): void {
+    const us = timeoutMs === null ? SPIN_US : Math.min(SPIN_US, timeoutMs * 1000);
+    if (addon.spinWhile(this.#mapping, SENT * 4, armed, us)) {
+      this.#fails = 0;
+    } else {
+      if (this.#fails < MAX_BACKOFF) this.#fails++;
+      this.#skip = 2 ** this.#fails - 1;
+    }
+  }
+
+  /** A put's datagram is in the socket (or queued to go: a spinning get then finds nothing, and sleeps). */
+  static sent(words: Int32Array): void {
+    Atomics.add(words, SENT, 1);
+  }
+}
