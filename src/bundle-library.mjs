@@ -21,6 +21,11 @@
 //   here the bundle or stubs over it. Only the bundle is copied, not as child-process.js
 //   too: processBootstrap() (child-start.ts) takes the bundle when no child-process.js is
 //   beside it. The stubs' export lists come from esbuild's metafile: the build runs nothing.
+// - The file_system manager is a program of its own, which manager-start.ts starts from
+//   beside itself (sharing/manager/server.js): a stub there runs dist/src's server. It is a
+//   process apart, holding no tensors, so it needs no copy of the bundle; without the stub a
+//   bundled program started a manager that could not load, and ran with none (the segments of
+//   a killed process stayed in /dev/shm, and every connect was retried).
 // - The native addon's loader and the error classes stay files of their own (copied beside
 //   the bundle), shared by the bundle and that bootstrap, as under dist/src: one addon opened
 //   per process, one set of error classes.
@@ -150,6 +155,7 @@ write(
   'process/child-thread.js',
   `import { fileURLToPath } from 'node:url';\nimport '../index.js';\nawait ${HELD}.threadChildMain(fileURLToPath(import.meta.url));\n`,
 );
+write('sharing/manager/server.js', `import '${relative(join(out, 'sharing/manager'), join(src, 'sharing/manager/server.js'))}';\n`);
 // What the process bootstrap imports on some paths: the same modules, from the bundle. Their
 // export names come from esbuild's metafile, for a bundle of each that is never written: the
 // build runs none of the library (importing them would open the native addon).

@@ -6,10 +6,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as mp from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
+import { waitFor } from '../helpers/wait.js';
 
 checkLeaks();
 
@@ -45,4 +48,23 @@ test('the process bootstrap is in dist/bundle once, as its bundle: processBootst
   // (That the spawned children run it is the 'spawn' check above: a missing bootstrap fails them.)
   assert.ok(existsSync(new URL('../../bundle/process/child-process.bundle.js', import.meta.url)));
   assert.ok(!existsSync(new URL('../../bundle/process/child-process.js', import.meta.url)));
+});
+
+test("a bundled program's file_system manager starts, and leaves once idle", { timeout: 60_000 }, async () => {
+  // The bundle once started its manager from dist/bundle/sharing/manager/server.js, which did
+  // not exist: a bundled program ran with no manager (its names left in /dev/shm by a kill).
+  // The holder waits for the manager's socket (it throws after 20 s without one).
+  const dir = mkdtempSync(join(tmpdir(), 'tp-bundle-mgr-')); // mode 700, as the manager wants
+  const sock = join(dir, 'manager-v1.sock');
+  const program = fileURLToPath(new URL('./fixtures/bundle-fs-holder.js', import.meta.url));
+  try {
+    const r = spawnSync(process.execPath, [program], { env: { ...process.env, TENSORPROC_MANAGER_DIR: dir, TENSORPROC_MANAGER_IDLE_MS: '300' }, encoding: 'utf8', timeout: 40_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const [pid, value] = r.stdout.trim().split(' ');
+    assert.equal(value, '7');
+    assert.deepEqual(readdirSync('/dev/shm').filter((n) => n.startsWith(`tensorproc_${pid}_`)), [], 'nothing of the holder left in /dev/shm');
+    await waitFor(() => !existsSync(sock), 10_000).catch(() => assert.fail('the manager did not leave once idle'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
