@@ -14,7 +14,13 @@
 // Records as NOTE [Bench records]; TENSORPROC_BENCH_QUICK=1 for the short counts.
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as mp from '../src/index.js';
+// The package, as a user imports it (the bundle: NOTE [The package bundle]), here and in the
+// children, which load only lib/w1-role.ts and the package (not this module, whose imports
+// include the library's own modules: a child holding both copies grew its old generation into
+// its first full collection inside the 16 MiB run). frameOf() alone reads the frame of the
+// library's own modules, whose tensors it makes with them.
+import * as mp from 'tensorproc';
+import * as lib from '../src/index.js';
 import { encodeMessage } from '../src/transport/index.js';
 import { fmtBytes } from './lib/stats.js';
 import { anchorPath, findPythons, runJsonLines } from './lib/programs.js';
@@ -30,37 +36,12 @@ const MAXSIZE = 64;
 const MESSAGE_LIMIT_MAX = 64 << 10;
 const STRATEGIES = ['file_descriptor', 'file_system'] as const;
 
-// --- the two children (one target, index 0 consumes, index 1 produces) ---------------------
-export async function role(i: number, q: mp.Queue<mp.Tensor>, out: mp.Queue, size: number, count: number, strategy: mp.SharingStrategy): Promise<void> {
-  mp.setSharingStrategy(strategy);
-  const n = size / 4;
-  if (i === 1) {
-    for (let k = 0; k < count; k++) {
-      const t = mp.empty([n], { shared: true });
-      t.fill(k); // a real producer writes the whole tensor
-      await q.put(t);
-      t.release(); // the producer's `del t`
-    }
-    return;
-  }
-  let x = await q.get();
-  let s = (x.get(0) as number) + (x.get(n - 1) as number);
-  x.release();
-  const t0 = performance.now();
-  for (let k = 1; k < count; k++) {
-    x = await q.get();
-    s += (x.get(0) as number) + (x.get(n - 1) as number);
-    x.release();
-  }
-  await out.put({ dt: (performance.now() - t0) / 1000, s });
-}
-
 async function runTensorproc(strategy: mp.SharingStrategy, size: number, count: number): Promise<StepRecord> {
   mp.setSharingStrategy(strategy); // as torch-queue.py does, before starting the children
   const q = new mp.Queue<mp.Tensor>({ maxsize: MAXSIZE });
   const out = new mp.Queue<{ dt: number }>();
   try {
-    const ctx = await mp.spawn({ module: import.meta.url, export: 'role' }, { args: [q, out, size, count, strategy], nprocs: 2, join: false });
+    const ctx = await mp.spawn({ module: new URL('./lib/w1-role.js', import.meta.url), export: 'role' }, { args: [q, out, size, count, strategy], nprocs: 2, join: false });
     // A child that fails ends the wait with its error instead of leaving it hanging.
     const failed = (async () => {
       while (!(await ctx.join()));
@@ -78,7 +59,7 @@ async function runTensorproc(strategy: mp.SharingStrategy, size: number, count: 
 
 /**
  * The producer's side alone, in this process, with no queue: a fresh shared tensor per
- * message, filled, released, as role() makes them. What a message costs at least once the
+ * message, filled, released, as role() (lib/w1-role.ts) makes them. What a message costs at least once the
  * code is warm (YARDSTICK.md: "the physical limit ... is the bandwidth of writing the tensor
  * once"); W1 can reach it only by overlapping everything else with the fill. Measured under
  * file_descriptor only: the strategy changes how a segment is named, not the memory that is
@@ -100,12 +81,13 @@ function fillLimit(size: number, count: number): StepRecord {
 
 /** What tensorproc sends for one tensor of `size` under `strategy`: its bytes and descriptors. */
 function frameOf(strategy: mp.SharingStrategy, size: number): { bytes: number; fds: number } {
-  mp.setSharingStrategy(strategy);
-  const t = mp.empty([size / 4], { shared: true });
+  lib.setSharingStrategy(strategy);
+  const t = lib.empty([size / 4], { shared: true });
   const f = encodeMessage(t);
   const shape = { bytes: f.bytes.length, fds: f.fds.length };
   f.abandon();
   t.release();
+  lib.emptyCache();
   return shape;
 }
 
@@ -195,8 +177,8 @@ async function torchRun(python: string, strategies: readonly string[], sizes: nu
   return rows.map((r) => streamRecord(String(r.impl), Number(r.bytes), Number(r.count), Number(r.seconds), fmtBytes(Number(r.bytes))));
 }
 
-// Not awaited at top level: spawn() imports this module (the children's target) to check
-// it, and an import of a module still in its top-level await would wait for main() itself.
+// Not awaited at top level: the bench runner imports this module for steps(), and an import of
+// a module still in its top-level await would wait for the whole run.
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const env = benchEnv();
   runWorkload('W1', steps(env.quick), env).then(
