@@ -24,7 +24,13 @@ const channel = inherit(CONTROL_FD);
 
 let reader!: ChannelReader<StartMessage>;
 const start = await new Promise<StartMessage>((resolve) => {
-  reader = new ChannelReader<StartMessage>(channel, resolve, () => process.exit(1));
+  // The channel's end is the parent's death: said on globalThis before the exit hooks run, so
+  // that the manager client says no goodbye even if the kernel has not reparented us yet (NOTE
+  // [No goodbye after the parent], client.ts, which this bundle does not share).
+  reader = new ChannelReader<StartMessage>(channel, resolve, () => {
+    (globalThis as Record<symbol, unknown>)[Symbol.for('tensorproc.parentGone')] = true;
+    process.exit(1);
+  });
   reader.drain(); // the parent wrote the message before starting us: usually it is there
   reader.watch(true);
 });

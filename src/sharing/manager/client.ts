@@ -45,9 +45,14 @@ const MAX_REFUSALS = 3;
 // campaign kill-parent:1879986325, 2,035 ms, the manager logging the killed children as
 // "left"). So a process whose parent changed since this module loaded (it was reparented:
 // its parent died) says no goodbye: what it leaves in flight was for processes that go down
-// with it, and it leaves as a killed process does, whichever way it noticed.
+// with it, and it leaves as a killed process does, whichever way it noticed. getppid() alone
+// raced: the parent's descriptors close (the control channel ends) before the kernel reparents
+// its children, so a child could exit at that end still seeing its old parent and say goodbye
+// (a clean-clone run of test/sharing/manager-orphan.test.ts, once): the process bootstrap
+// marks the channel's end on globalThis (child-process.ts) before it exits.
 const parentAtLoad = addon.getppid();
-const parentGone = (): boolean => addon.getppid() !== parentAtLoad;
+const PARENT_GONE = Symbol.for('tensorproc.parentGone');
+const parentGone = (): boolean => addon.getppid() !== parentAtLoad || (globalThis as Record<symbol, unknown>)[PARENT_GONE] === true;
 
 type State = 'off' | 'connecting' | 'connected' | 'unavailable';
 
