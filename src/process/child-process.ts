@@ -4,7 +4,7 @@ import { addon } from '../native/addon.js';
 import { ChannelReader, sendFrames } from './channel-io.js';
 import { CONTROL_FD, toFrames, type ErrorMessage, type LoadedMessage, type StartMessage } from './messages.js';
 import { runTarget } from './child-run.js';
-import { PARENT_PID_ENV } from './process-env.js';
+import { PARENT_GONE, PARENT_PID_ENV } from './process-env.js';
 
 // First of all, before any await: die with the parent. PR_SET_PDEATHSIG does not fire for a
 // parent that died before the prctl, so compare getppid() with the pid the parent gave us.
@@ -28,7 +28,7 @@ const start = await new Promise<StartMessage>((resolve) => {
   // that the manager client says no goodbye even if the kernel has not reparented us yet (NOTE
   // [No goodbye after the parent], client.ts, which this bundle does not share).
   reader = new ChannelReader<StartMessage>(channel, resolve, () => {
-    (globalThis as Record<symbol, unknown>)[Symbol.for('tensorproc.parentGone')] = true;
+    (globalThis as Record<symbol, unknown>)[PARENT_GONE] = true;
     process.exit(1);
   });
   reader.drain(); // the parent wrote the message before starting us: usually it is there

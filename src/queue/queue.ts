@@ -175,14 +175,10 @@ export class Queue<T = unknown> {
       // either shows in COUNT or moves SENT while we watch it.
       const armed = core.spin.arm();
       if (armed !== null && core.slots.count() === 0 && !core.endpoint.receiving && !core.endpoint.closed) {
-        if (timeout === null) core.spin.spin(armed, null);
-        else {
-          const t0 = performance.now();
-          core.spin.spin(armed, timeout);
-          const given = timeout;
-          // The spin counts against the timeout; the error names the one given.
-          return core.endpoint.receive(Math.max(0, timeout - (performance.now() - t0)), () => emptyError(given)) as Promise<T>;
-        }
+        const spent = core.spin.spin(armed, timeout);
+        const given = timeout;
+        // The spin counts against the timeout; the error names the one given.
+        if (given !== null) return core.endpoint.receive(Math.max(0, given - spent), () => emptyError(given)) as Promise<T>;
       }
     }
     return core.endpoint.receive(timeout, emptyError) as Promise<T>;

@@ -14,9 +14,10 @@
 // COUNT: a put takes its slot (COUNT + 1) before its sendmsg, so a get watching COUNT ran its
 // recv before the datagram was there, found nothing and slept after all (W1 at 1 KiB lost 10%).
 // The spin holds this thread's event loop for SPIN_US at most. Spins that come to nothing back
-// off: after n of them in a row, the next 2^n - 1 empty gets of this queue in this thread sleep
-// at once (n at most MAX_BACKOFF), so a consumer whose producer is slow (16 MiB tensors a
-// millisecond apart) spins in about one get of 256, and a spin that pays resets it. A process
+// off: after n of them in a row, the next 2^n - 1 gets of this queue in this thread do not spin
+// (n at most MAX_BACKOFF; arm() counts every get, since SENT must be read before the queue is
+// looked at), so a consumer whose producer is slow (16 MiB tensors a millisecond apart) spins
+// in about one get of 256, and a spin that pays resets it. A process
 // allowed on one CPU never spins: its spin would hold the CPU its producer needs.
 // SimpleQueue has no shared words (torch's has no state either) and does not spin.
 import { availableParallelism } from 'node:os';
@@ -56,15 +57,17 @@ export class GetSpin {
     return Atomics.load(this.#words, SENT);
   }
 
-  /** Watches SENT until it leaves `armed` or the bound (or `timeoutMs`) passes. */
-  spin(armed: number, timeoutMs: number | null): void {
+  /** Watches SENT until it leaves `armed` or the bound (or `timeoutMs`) passes; returns the ms spent. */
+  spin(armed: number, timeoutMs: number | null): number {
     const us = timeoutMs === null ? SPIN_US : Math.min(SPIN_US, timeoutMs * 1000);
+    const t0 = performance.now();
     if (addon.spinWhile(this.#mapping, SENT * 4, armed, us)) {
       this.#fails = 0;
     } else {
       if (this.#fails < MAX_BACKOFF) this.#fails++;
       this.#skip = 2 ** this.#fails - 1;
     }
+    return performance.now() - t0;
   }
 
   /** A put's datagram is in the socket (or queued to go: a spinning get then finds nothing, and sleeps). */

@@ -51,7 +51,7 @@ describe('addon.spinWhile', () => {
 });
 
 describe('GetSpin', () => {
-  test('spins that come to nothing back off (1, 3, 7 empty gets skipped), one that pays resets it', () => {
+  test('spins that come to nothing back off (1, 3, 7 gets skipped), one that pays resets it', () => {
     const state = SharedWords.create();
     try {
       const spin = new GetSpin(state.words, state.mapping);

@@ -16,6 +16,7 @@ import { onExit } from '../../exit-hooks.js';
 import { addon, EAGAIN, POLL_READABLE, POLL_WRITABLE, RECV_NO_PROBE, type NativePoll } from '../../native/index.js';
 import { ManagerUnavailableError } from '../../errors.js';
 import { managerDir, socketPath } from './dir.js';
+import { PARENT_GONE } from '../../process/process-env.js';
 import { connectOrStart, prestartServer, START_TIMEOUT_MS, type Prestarted } from './manager-start.js';
 import {
   decodeManager,
@@ -51,7 +52,6 @@ const MAX_REFUSALS = 3;
 // (a clean-clone run of test/sharing/manager-orphan.test.ts, once): the process bootstrap
 // marks the channel's end on globalThis (child-process.ts) before it exits.
 const parentAtLoad = addon.getppid();
-const PARENT_GONE = Symbol.for('tensorproc.parentGone');
 const parentGone = (): boolean => addon.getppid() !== parentAtLoad || (globalThis as Record<symbol, unknown>)[PARENT_GONE] === true;
 
 type State = 'off' | 'connecting' | 'connected' | 'unavailable';
