@@ -18,12 +18,22 @@
 // against 0.86 / 1.4. W1 at 16 MiB (the producer fills a segment its consumer just gave
 // back) went from 281-323 to 524-761 messages/s; at 2 MiB ordinary stores still win when hot
 // (0.07 against 0.11 ms).
+// The quarter is capped at 16 MiB (MAX_THRESHOLD). A VM on a large server sees the socket's
+// whole L3 in sysfs: 105 MiB on the project's VMs of 2026-12-02 (a quarter: 26 MiB), of which a
+// guest among many keeps little across a handoff. There, a 16 MiB fill back to back takes
+// 0.95 ms with ordinary stores, but 1.1-2 ms after a pause of only 100 µs, and 2 ms from
+// memory (2.1 GB/s less than streamed): W1 at 16 MiB ran 589 and 647 messages/s ordinary,
+// 772 and 804 streamed (medians of 4 runs), the back-to-back loop 1,082 / 1,057 fills/s
+// against 974 / 938; at 4 and 8 MiB ordinary stores still won W1 (2,597 vs 2,316 and 1,433 vs
+// 1,326 messages/s), so the cap sits at 16 MiB, not lower.
 // TENSORPROC_STREAM_FILL_BYTES overrides the threshold (0 streams everything, Infinity nothing).
 import { readdirSync, readFileSync } from 'node:fs';
 import { addon } from '../native/index.js';
 import type { DTypeInfo, TypedArray } from './dtype.js';
 
 const DEFAULT_THRESHOLD = 4 << 20; // when the system does not say how large its cache is (a quarter of 16 MiB)
+/** A quarter of a VM's view of a socket's cache overstates what it keeps (NOTE [Streaming fill]). */
+const MAX_THRESHOLD = 16 << 20;
 
 /**
  * The largest cache of CPU 0 as the kernel describes it (sysfs). Not sysconf: glibc asks
@@ -56,7 +66,7 @@ function threshold(): number {
   const env = process.env.TENSORPROC_STREAM_FILL_BYTES;
   if (env !== undefined && env !== '' && Number(env) >= 0) return Number(env);
   const llc = lastLevelCacheBytes();
-  return llc > 0 ? llc / 4 : DEFAULT_THRESHOLD;
+  return llc > 0 ? Math.min(llc / 4, MAX_THRESHOLD) : DEFAULT_THRESHOLD;
 }
 
 let streamFrom: number | null = null;

@@ -54,16 +54,18 @@ test('bench --quick --json prints only records, each with its fields, and --plot
   // W1: every size for both strategies, the limits and the anchors this machine has.
   const w1 = records.filter((x) => x.workload === 'W1');
   const impls = new Set(w1.map((x) => x.impl));
-  const expected = ['tensorproc file_descriptor', 'tensorproc file_system', 'node fork', 'node worker-copy', 'node worker-transfer', 'fill limit'];
+  const expected = ['tensorproc file_descriptor', 'tensorproc file_system', 'node fork', 'node worker-copy', 'node worker-transfer', 'fill limit', 'fill limit, uncached'];
   const { torch, any: python } = findPythons();
   if (torch) expected.push('torch file_descriptor', 'torch file_system');
   else assert.deepEqual(absent.filter((a) => a.impl === 'torch').map((a) => a.workload).sort(), built.sort(), 'torch said missing for every workload');
   if (python) expected.push('message limit file_descriptor', 'message limit file_system');
   else assert.ok(absent.some((a) => a.workload === 'W1' && a.impl === 'message limit'));
   assert.deepEqual([...impls].sort(), expected.sort());
-  for (const impl of expected.filter((i) => !i.startsWith('message'))) {
+  for (const impl of expected.filter((i) => !i.startsWith('message') && i !== 'fill limit, uncached')) {
     assert.deepEqual(w1.filter((x) => x.impl === impl).map((x) => x.case), SIZES, impl);
   }
+  // The uncached fill limit where W1 is judged against the fill limit (NOTE [Two fill limits]).
+  assert.deepEqual(w1.filter((x) => x.impl === 'fill limit, uncached').map((x) => x.case), SIZES.filter((s) => s === '16 MiB' || s === '64 MiB'));
   for (const x of w1) {
     assert.equal(x.unit, 'msgs/s');
     assert.equal(typeof x.bytes, 'number');
