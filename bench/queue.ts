@@ -106,9 +106,11 @@ function lastLevelCacheBytes(): number {
  * fill]): back to back 0.95 ms a 16 MiB fill, after a pause of 100 µs 1.1-2 ms, from memory 2
  * ms, so the limit was one no pipeline reaches. The uncached limit writes the same tensors in
  * rotation over twice the cache, so that each fill goes to memory, as the yardstick's
- * "bandwidth of writing the tensor once" reads. W1 is judged against the first (the
- * stricter); the second, beside it, shows where the first is a cache's figure: with streaming
- * fills at 16 and 64 MiB the two agree within the run's noise.
+ * "bandwidth of writing the tensor once" reads. W1 is judged against the first; the second,
+ * beside it, shows where the first is a cache's figure. With streaming fills the two agree at
+ * 16 MiB (2026-12-03, 4 runs: 1,280-1,382 against 1,264-1,324 fills/s); at 64 MiB the rotation
+ * (four segments, 256 MiB of pages) ran below one segment refilled (212-345 against 355-373),
+ * so there too the first is the higher bar.
  */
 function uncachedFillLimit(size: number, count: number): StepRecord {
   const n = size / 4;
