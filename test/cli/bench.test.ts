@@ -92,6 +92,7 @@ test('bench for a person: tables with ratios and verdicts, no JSON lines, no lib
   assert.match(r.stdout, /^### W2, s \(lower is better; one run\)$/m);
   assert.match(r.stdout, /^\| N=2 +\| +tensorproc spawn +\| +[\d.]+x \|.*\| time ≤ 1\.1x fork \(≥ 0\.91x as fast\) \| +(pass|BELOW) \([\d.]+x\) \|$/m);
   assert.match(r.stdout, /^### W2, ms after the exit/m);
+  assert.match(r.stdout, /^These are --quick counts .* For verdicts, run `tensorproc bench`/m, 'a --quick run says its verdicts are a smoke run\'s');
   for (const out of [r.stdout, r.stderr]) {
     assert.doesNotMatch(out, /^\{/m, 'no JSON lines');
     assert.doesNotMatch(out, /Terminating process|Warning|warning/, 'no library warnings');
