@@ -17,6 +17,22 @@ import { loadFunction } from './target.js';
 import { loopTurner } from './turn.js';
 import { setWorkerInfo } from './worker-info.js';
 
+/**
+ * NOTE [Seeding Math.random]
+ * torch's _worker_loop seeds Python's `random` with the worker's seed (random.seed(seed)), so
+ * augmentation written with it repeats for the same loader seed and differs between workers.
+ * V8 seeds Math.random once per isolate from the operating system (only a process-wide flag
+ * changes that, and a worker thread may not take it), so each worker's Math.random becomes a
+ * stream of its own Generator with the worker's seed, before the dataset module is imported:
+ * code that took a reference to Math.random before that keeps V8's. It is this worker's own:
+ * a worker thread's globals are its isolate's, and the main process's Math.random is V8's.
+ * Nothing in tensorproc draws names from Math.random (segments use crypto's randomBytes).
+ */
+function seedMathRandom(seed: number): void {
+  const stream = new Generator(seed);
+  Math.random = () => stream.random();
+}
+
 function failure(task: number | null, e: unknown): FromWorker {
   const { error, trace } = errorMessage(e);
   return { kind: 'error', task, error, trace };
@@ -24,6 +40,7 @@ function failure(task: number | null, e: unknown): FromWorker {
 
 export const main = workerMain<[WorkerSpec]>(async ({ id, port, args: [spec] }) => {
   const seed = spec.baseSeed + id;
+  seedMathRandom(seed);
   const info = { id, numWorkers: spec.numWorkers, seed, generator: new Generator(seed), dataset: null as unknown };
   setWorkerInfo(info);
   let dataset: Dataset;

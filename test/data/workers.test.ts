@@ -87,6 +87,28 @@ describe('DataLoader with workers', () => {
     await p.close();
   });
 
+  test('each worker\'s Math.random is seeded with its seed (NOTE [Seeding Math.random]): the same for the same loader seed, its own per worker, processes and threads', async () => {
+    for (const startMethod of ['spawn', 'thread'] as const) {
+      const draws = async (seed: number) => {
+        const loader = new mp.DataLoader(target('mathRandoms', 4), { batchSize: 2, numWorkers: 2, seed, startMethod });
+        const byWorker = new Map<number, number[]>();
+        for await (const b of loader) {
+          const [ids, firsts, expected] = (b as mp.Tensor[]).map((t) => t.toArray() as number[]);
+          ids!.forEach((id, k) => byWorker.set(id, [firsts![k]!, expected![k]!]));
+          mp.releaseTensors(b);
+        }
+        return [...byWorker].sort((x, y) => x[0] - y[0]);
+      };
+      const a = await draws(7);
+      assert.deepEqual(a.map(([id]) => id), [0, 1], startMethod);
+      for (const [id, [first, expected]] of a) assert.equal(first, expected, `${startMethod} worker ${id}: Math.random is the stream of a Generator of its seed`);
+      assert.notEqual(a[0]![1][0], a[1]![1][0], `${startMethod}: each worker has its own stream`);
+      assert.deepEqual(await draws(7), a, `${startMethod}: the same loader seed, the same draws`);
+      assert.notDeepEqual(await draws(8), a, `${startMethod}: another seed, other draws`);
+    }
+    assert.match(Function.prototype.toString.call(Math.random), /\[native code\]/, 'the main thread\'s Math.random is V8\'s');
+  });
+
   test('an iterable dataset sharded by getWorkerInfo(): every item once, none twice', async () => {
     for (const numWorkers of [1, 2, 3]) {
       const loader = new mp.DataLoader(target('stream', 23), { batchSize: 4, numWorkers });
