@@ -14,8 +14,11 @@ import { piscinaEnv, pythonEnv, runLines } from './lib/programs.js';
 import { parseLine, type BenchRecord, type NotMeasured, type Progress } from './lib/record.js';
 import { report } from './lib/report.js';
 
-/** Printed under the tables of a --quick run. */
-export const QUICK_VERDICTS =
+/**
+ * Printed under the tables of a --quick run: its counts are a small part of the yardstick's, so
+ * the processes' start and the JIT's warm-up weigh on its verdicts more than on the judged run.
+ */
+const QUICK_VERDICTS =
   'These are --quick counts (W1: a 32nd of the yardstick\'s bytes; W3: a tenth of its tasks; fewer trials): a smoke run, where the processes\' start and the JIT\'s warm-up weigh more than in the runs the bars are set for. For verdicts, run `tensorproc bench` (add `--only W1` for one workload).';
 
 export interface Workload {
@@ -155,8 +158,6 @@ export async function runBench(options: BenchOptions, workloads: Workload[] = WO
   bar?.stop();
   if (!options.json) {
     const lines = [report(all)];
-    // A smoke run's verdicts: its counts are a small part of the yardstick's, so the processes'
-    // start and the JIT's warm-up weigh on them more than on the run the bars are set for.
     if (options.quick) lines.push(QUICK_VERDICTS);
     if (absent.length) lines.push(['Not measured in this run:', ...absent.map((a) => `- ${a.workload}${a.impl ? ` ${a.impl}` : ` (${workloads.find((w) => w.id === a.workload)?.title ?? 'the whole workload'})`}: ${a.not_measured}`)].join('\n'));
     console.log(`\n${lines.join('\n\n')}\n`);

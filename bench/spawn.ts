@@ -30,12 +30,15 @@ const targetModule = join(dir, 'noop-target.mjs');
 writeFileSync(bareModule, '');
 writeFileSync(targetModule, 'export default function noop() {}\n');
 // For the failure latency: child 0 notes the time and exits 3; child 1 waits to be stopped.
+// The time is process.hrtime's, CLOCK_MONOTONIC, which the parent reads too: performance.timeOrigin
+// is each process's own sample of the wall clock at its start, and two processes' differed by
+// more than the latency (a clean-clone run printed -21.96 ms after the exit).
 const failModule = join(dir, 'fail-target.mjs');
 writeFileSync(
   failModule,
   `import { writeFileSync } from 'node:fs';
 export default function (i, file) {
-  if (i === 0) { writeFileSync(file, String(performance.timeOrigin + performance.now())); process.exit(3); }
+  if (i === 0) { writeFileSync(file, String(process.hrtime.bigint())); process.exit(3); }
   setInterval(() => {}, 1 << 30);
 }
 `,
@@ -62,16 +65,17 @@ async function failureLatency(startMethod: 'spawn' | 'thread', trial: number): P
   const stamp = join(dir, `stamp-${startMethod}-${trial}`);
   const ctx = startProcesses({ module: failModule }, { args: [stamp], nprocs: 2, join: false, startMethod });
   await ctx.started;
-  const seen = ctx.processes[0]!.exited.then(() => performance.timeOrigin + performance.now());
+  const seen = ctx.processes[0]!.exited.then(() => process.hrtime.bigint());
   const rejected = await ctx.join().then(
-    () => NaN,
-    () => performance.timeOrigin + performance.now(),
+    () => null,
+    () => process.hrtime.bigint(),
   );
-  const exitedAt = Number(readFileSync(stamp, 'utf8'));
+  const exitedAt = BigInt(readFileSync(stamp, 'utf8'));
+  const msAfter = (t: bigint | null): number => (t === null ? NaN : +(Number(t - exitedAt) / 1e6).toFixed(2));
   const impl = `tensorproc ${startMethod}`;
   return [
-    { impl, case: 'failure seen by join()', value: +((await seen) - exitedAt).toFixed(2), unit: 'ms after the exit', better: 'lower' },
-    { impl, case: 'join() rejected, sibling stopped', value: +(rejected - exitedAt).toFixed(2), unit: 'ms after the exit', better: 'lower' },
+    { impl, case: 'failure seen by join()', value: msAfter(await seen), unit: 'ms after the exit', better: 'lower' },
+    { impl, case: 'join() rejected, sibling stopped', value: msAfter(rejected), unit: 'ms after the exit', better: 'lower' },
   ];
 }
 
