@@ -193,6 +193,7 @@ test('a sender exits cleanly with a message in flight, then the last user is SIG
   assert.ok(exists(name), 'the message in flight keeps it while a user lives');
   const ms = await killAndWait(b, [name]);
   t.diagnostic(`removed ${ms.toFixed(1)} ms after the last user's SIGKILL (crash grace 1000 ms; the clean grace, 2000 ms, had just begun)`);
+  await waitFor(() => readFileSync(log, 'latin1').includes(`removed ${name}: `)); // written just after the unlink
   assert.match(readFileSync(log, 'latin1'), new RegExp(`removed ${name}: 1 reference\\(s\\) in flight, and the last process that could take them was killed`));
 });
 

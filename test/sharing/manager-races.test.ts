@@ -19,27 +19,34 @@ test('a process killed after connecting and before the manager accepted it: the 
   const log = join(d, 'manager.log');
   const e = { ...env(d), TENSORPROC_MANAGER_LOG: log };
   const a = holder({ env: e });
-  await ask(a, { cmd: 'create', count: 1, size: 16 });
-  const manager = (await ask(a, { cmd: 'ready' })).manager as number;
-  managers.add(manager);
-  // A stopped manager accepts nothing: b's connection waits in the listen backlog.
-  process.kill(manager, 'SIGSTOP');
-  let b: ReturnType<typeof holder> | null = null;
   try {
-    b = holder({ env: e });
-    const { names } = await ask(b, { cmd: 'create', count: 1, size: 16 });
-    assert.ok(existsSync(`/dev/shm${names[0]}`));
-    b.child.kill('SIGKILL');
-    await b.exited; // reaped: its pidfd can no longer be opened
+    await ask(a, { cmd: 'create', count: 1, size: 16 });
+    const manager = (await ask(a, { cmd: 'ready' })).manager as number;
+    managers.add(manager);
+    // A stopped manager accepts nothing: b's connection waits in the listen backlog.
+    process.kill(manager, 'SIGSTOP');
+    let pid: number;
+    try {
+      const b = holder({ env: e });
+      pid = b.child.pid!;
+      const { names } = await ask(b, { cmd: 'create', count: 1, size: 16 });
+      assert.ok(existsSync(`/dev/shm${names[0]}`));
+      b.child.kill('SIGKILL');
+      await b.exited; // reaped: its pidfd can no longer be opened
+    } finally {
+      process.kill(manager, 'SIGCONT');
+    }
+    // Both waited for: a reader between the manager's unlink and its next log line would see
+    // one without the other.
+    const why = `pid ${pid} was gone when its connection was accepted: 1 name(s) it created judged`;
+    await waitFor(() => createdBy(pid).length === 0 && logged(log, why)).catch(() => {
+      assert.fail(`names of ${pid} left: [${createdBy(pid).join(', ')}]; the manager's log:\n${existsSync(log) ? readFileSync(log, 'utf8') : '(none)'}`);
+    });
+    await ask(a, { cmd: 'release' });
   } finally {
-    process.kill(manager, 'SIGCONT');
+    a.send({ cmd: 'exit' });
+    await a.exited;
   }
-  const pid = b.child.pid!;
-  await waitFor(() => createdBy(pid).length === 0);
-  assert.ok(logged(log, `pid ${pid} was gone when its connection was accepted: 1 name(s) it created judged`), readFileSync(log, 'utf8'));
-  await ask(a, { cmd: 'release' });
-  a.send({ cmd: 'exit' });
-  await a.exited;
 });
 
 test('a process killed while its first named segment is being made (the name exists, nothing else yet): the name goes', async () => {

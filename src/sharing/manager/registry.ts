@@ -83,11 +83,13 @@ export class Registry {
     const proc = this.#watch(pid);
     if (proc === null) {
       const names = this.#createdBy(pid);
+      // Logged before the judgement, so that the log reads in the order things happened: a
+      // reader who sees a name gone finds its reason already written (the unlink is the last step).
+      this.#log(`pid ${pid} was gone when its connection was accepted: ${names.size} name(s) it created judged`);
       for (const name of names) {
         this.#state(name).crashed = true;
         this.#evaluate(name);
       }
-      this.#log(`pid ${pid} was gone when its connection was accepted: ${names.size} name(s) it created judged`);
       this.#changed();
       return false;
     }
@@ -248,6 +250,8 @@ export class Registry {
     this.#unwatch(proc);
     // With the names it created whose registration it had no time to send (killed within a turn).
     const names = this.#createdBy(pid, proc.names);
+    // Logged first, as in connected(): what a removal below logs comes after its cause.
+    this.#log(`swept after pid ${pid} ${proc.crashed ? 'died' : 'left'}: ${names.size} name(s) judged`);
     for (const name of names) {
       if (!NAME_PATTERN.test(name)) continue;
       const st = this.#state(name);
@@ -257,7 +261,6 @@ export class Registry {
     }
     // One receiver fewer: names waiting for one may have none left.
     if (proc.user) for (const [name, st] of this.#names) if (st.holders.size === 0 && !names.has(name)) this.#evaluate(name);
-    this.#log(`swept after pid ${pid} ${proc.crashed ? 'died' : 'left'}: ${names.size} name(s) judged`);
     this.#changed();
   }
 
