@@ -1,25 +1,19 @@
 // One side of a socket channel: sends frames in order and receives messages, from the event
 // loop, for the queue layer (a Queue, SimpleQueue or Pipe end owns one Endpoint).
 // The frames it could not send yet wait in its SendBacklog (NOTE [Sending without blocking],
-// send-backlog.ts); receivers take exactly one datagram per get().
-import { addon, EAGAIN, EMSGSIZE, POLL_DISCONNECT, POLL_READABLE, RECV_EMPTY, RECV_NO_PROBE, systemError } from '../native/index.js';
-import { FrameDecodeError, PipeClosedError, QueueClosedError, TooManyFilesError } from '../errors.js';
-import { decodeReceived, encodeMessage, MAX_FDS, MAX_FRAME, type Frame } from './frame.js';
+// send-backlog.ts); receivers take exactly one datagram per get(), through its DatagramReader
+// (datagram-reader.ts), which meets what a recvmsg may meet.
+import { addon, EAGAIN, POLL_DISCONNECT, POLL_READABLE, systemError } from '../native/index.js';
+import { PipeClosedError, QueueClosedError } from '../errors.js';
+import { encodeMessage, type Frame } from './frame.js';
+import { DatagramReader, READ_END, READ_NOTHING } from './datagram-reader.js';
 import { Watcher } from './watcher.js';
 import { settled } from './turns.js';
 import { SendBacklog } from './send-backlog.js';
 import { timedOut } from './timeouts.js';
 import { transportAddon } from './native.js';
-import { ensureReserve, giveReserve, hasMappingRoom, mappingsError, shedDescriptors, takeReserve } from '../sharing/index.js';
 
 export const NOTHING: unique symbol = Symbol('nothing');
-
-/** Datagrams in a row without descriptors after which an endpoint stops probing (NOTE [Receive reserve]). */
-const PROBE_AFTER = 1024;
-
-// One receive buffer per thread: a message is decoded before the next one is read.
-const recvBuffer = new Uint8Array(MAX_FRAME);
-const fdsOut = new Int32Array(MAX_FDS + 1);
 
 interface Waiter {
   resolve(value: unknown): void;
@@ -60,8 +54,7 @@ export class Endpoint {
   #closed = false;
   #fdsClosed = false;
   #ended = false;
-  /** Datagrams received in a row without descriptors (NOTE [Receive reserve]). */
-  #fdLess = 0;
+  readonly #reader: DatagramReader;
 
   constructor(sendFd: number, recvFd: number, options: EndpointOptions) {
     this.sendFd = sendFd;
@@ -69,6 +62,7 @@ export class Endpoint {
     this.sendWatcher = new Watcher(sendFd);
     this.recvWatcher = sendFd === recvFd ? this.sendWatcher : new Watcher(recvFd);
     this.#options = options;
+    this.#reader = new DatagramReader(recvFd, options.what, options.onDatagram);
     this.#backlog = new SendBacklog({
       sendWatcher: this.sendWatcher,
       sendNow: (bytes, fds) => this.#sendNow(bytes, fds),
@@ -179,83 +173,13 @@ export class Endpoint {
   receiveNow(): unknown {
     if (this.#closed) throw this.closedError();
     if (this.#ended) throw this.#endError();
-    // NOTE [Mapping budget]: refused before anything is taken, the message waits for a later receive.
-    if (!hasMappingRoom()) throw mappingsError(`Receiving on a ${this.#options.what} (nothing was taken)`);
-    let n: number;
-    try {
-      n = this.#recv();
-    } catch (e) {
-      // Out of descriptors before anything was taken: what tensorproc keeps for reuse only
-      // goes first (NOTE [Kept descriptors]), then one more try.
-      if (!isProbeFailure(e) || shedDescriptors() === 0) throw this.#receiveError(e);
-      try {
-        n = this.#recv();
-      } catch (e2) {
-        throw this.#receiveError(e2);
-      }
-    }
-    if (n === EAGAIN) return NOTHING;
-    if (n === RECV_EMPTY) {
-      // No tensorproc process sends one, so it took no slot: some other process writes to
-      // this socket. Dropped; the queue goes on (only the end of the stream ends it).
-      throw new FrameDecodeError(`A zero-length datagram arrived on this ${this.#options.what} (it was dropped): it was not sent by tensorproc.`);
-    }
-    if (n < 0) {
+    const n = this.#reader.read();
+    if (n === READ_NOTHING) return NOTHING;
+    if (n === READ_END) {
       this.#ended = true;
       throw this.#endError();
     }
-    this.#options.onDatagram?.();
-    return decodeReceived(recvBuffer.subarray(0, n), fdsOut);
-  }
-
-  #receiveError(e: unknown): Error {
-    const err = e as { errno?: number; code?: string; syscall?: string };
-    if (err.errno === EMSGSIZE) {
-      // Larger than any frame tensorproc sends (NOTE [Frames]): it took no slot either.
-      return new FrameDecodeError(`A message larger than ${MAX_FRAME} bytes arrived (it was dropped): it was not sent by tensorproc.`);
-    }
-    if (err.code === 'EMFILE' || err.code === 'ENFILE') {
-      // NOTE [Receiving descriptors] (channel.cc): the probe failed before anything was taken,
-      // or (a message with more descriptors than slots were free) the kernel dropped them.
-      const taken = err.syscall === 'recvmsg';
-      if (taken) {
-        this.#options.onDatagram?.();
-        this.#fdLess = 0; // descriptors arrive here after all: probe again
-      }
-      return new TooManyFilesError(
-        `Receiving on a ${this.#options.what}: the open-file limit is reached (${err.code}), so a message that carries descriptors cannot be received. ` +
-          (taken
-            ? 'A message with more descriptors than this process had room for arrived, and was lost. '
-            : 'Nothing was taken: the message waits for a later receive. ') +
-          'Close descriptors (files, sockets, tensors you hold), raise the limit (ulimit -n), or use setSharingStrategy(\'file_system\'), whose messages carry none.',
-        err,
-      );
-    }
-    return systemError(e, `receiving on a ${this.#options.what}`);
-  }
-
-  /**
-   * One recvmsg. A peer that closed its end with messages of ours unread leaves ECONNRESET
-   * pending on this end, reported once, by the next call, ahead of messages still waiting
-   * here: that report is taken, and the call made again (it then returns a message, or the
-   * end of the stream).
-   */
-  #recv(): number {
-    try {
-      // NOTE [Receive reserve]: a slot is made sure of while datagrams here carry descriptors.
-      const reserve = this.#fdLess < PROBE_AFTER ? takeReserve() : RECV_NO_PROBE;
-      const n = addon.recv(this.recvFd, recvBuffer, fdsOut, reserve);
-      if (n === EAGAIN) {
-        if (reserve >= 0) giveReserve(fdsOut[0]!);
-      } else if (n >= 0) {
-        if (fdsOut[0]! > 0) this.#fdLess = 0;
-        else if (++this.#fdLess === PROBE_AFTER) ensureReserve();
-      }
-      return n;
-    } catch (e) {
-      if ((e as { code?: string }).code !== 'ECONNRESET') throw e;
-      return addon.recv(this.recvFd, recvBuffer, fdsOut);
-    }
+    return this.#reader.decode(n);
   }
 
   #endError(): PipeClosedError {
@@ -420,10 +344,4 @@ export class Endpoint {
     addon.close(this.sendFd);
     if (this.recvFd !== this.sendFd) addon.close(this.recvFd);
   }
-}
-
-/** recv's slot probe found the descriptor table full: nothing was taken (NOTE [Receiving descriptors]). */
-function isProbeFailure(e: unknown): boolean {
-  const err = e as { code?: string; syscall?: string };
-  return (err.code === 'EMFILE' || err.code === 'ENFILE') && err.syscall !== 'recvmsg';
 }
