@@ -23,7 +23,8 @@ test("a child that outlives its SIGKILLed parent for a moment and exits cleanly:
     await waitFor(() => !running(child)); // it exits by itself, at its control channel's end
     // The log waited for too: each name's line is written just after its unlink.
     const read = (): string => readFileSync(process.env.TENSORPROC_MANAGER_LOG!, 'latin1');
-    await waitWithLog(() => !names.some(exists) && names.every((n: string) => read().includes(`removed ${n}: `)));
+    const removedAll = (log: string): boolean => names.every((n: string) => log.includes(`removed ${n}: `));
+    await waitWithLog(() => !names.some(exists) && removedAll(read()));
     const log = read();
     assert.match(log, new RegExp(`swept after pid ${child} died`), 'judged as killed, not as a process that left');
     for (const n of names) assert.match(log, new RegExp(`removed ${n}: 1 reference\\(s\\) in flight (were not taken within 1000 ms of its holders' death|, and the last process that could take them was killed)`));
