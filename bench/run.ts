@@ -8,7 +8,7 @@ import { accessSync, constants, existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import cliProgress from 'cli-progress';
-import { PlotNeedsW1Error, PlotUnavailableError, UnknownWorkloadError } from '../src/errors.js';
+import { PlotNeedsW1Error, PlotUnavailableError, UnknownWorkloadError } from './lib/errors.js';
 import { chartingLibraries, writePlot } from './lib/plot.js';
 import { piscinaEnv, pythonEnv, runLines } from './lib/programs.js';
 import { parseLine, type BenchRecord, type NotMeasured, type Progress } from './lib/record.js';

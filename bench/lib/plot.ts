@@ -4,7 +4,7 @@
 // devDependencies, imported only here: an installed package without them says how to get
 // them instead of carrying a charting library for every user of tensors.
 import { writeFileSync } from 'node:fs';
-import { PlotNeedsW1Error, PlotUnavailableError } from '../../src/errors.js';
+import { PlotNeedsW1Error, PlotUnavailableError } from './errors.js';
 import { Medians } from './medians.js';
 import type { BenchRecord } from './record.js';
 import { w1Order } from './w1-report.js';

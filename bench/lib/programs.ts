@@ -8,7 +8,7 @@ import { constants as osConstants } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { BenchNotInstalledError } from '../../src/errors.js';
+import { BenchNotInstalledError } from '../../src/cli/errors.js';
 
 /** The package's root: dist/bench/lib/ is three levels below it, in a checkout as installed. */
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { BenchNotInstalledError, PlotNeedsW1Error, UnknownWorkloadError } from '../errors.js';
+import { BenchNotInstalledError } from './errors.js';
 import { exitQuietlyOnClosedPipe } from './closed-pipe.js';
 
 exitQuietlyOnClosedPipe(); // NOTE [Closed pipe]
@@ -37,13 +37,13 @@ const bench = program
       chooseWorkloads(opts.only ?? null);
     } catch (e) {
       // The runner knows its workloads; a name it does not know is a usage error like any other.
-      if (e instanceof UnknownWorkloadError) bench.error(`error: option '--only <ids>': ${e.message}`, { exitCode: EXIT_USAGE });
+      if ((e as Error & { code?: unknown }).code === 'ERR_TP_UNKNOWN_WORKLOAD') bench.error(`error: option '--only <ids>': ${(e as Error).message}`, { exitCode: EXIT_USAGE });
       throw e;
     }
     try {
       process.exitCode = await runBench({ quick: opts.quick === true, json: opts.json === true, only: opts.only ?? null, plot: opts.plot ?? null, runs: opts.runs });
     } catch (e) {
-      if (e instanceof PlotNeedsW1Error) bench.error(`error: ${e.message}`, { exitCode: EXIT_USAGE });
+      if ((e as Error & { code?: unknown }).code === 'ERR_TP_PLOT_NEEDS_W1') bench.error(`error: ${(e as Error).message}`, { exitCode: EXIT_USAGE });
       throw e;
     }
   });

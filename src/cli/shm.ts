@@ -5,7 +5,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { addon } from '../native/index.js';
 import { SHM_PREFIX } from '../sharing/index.js';
 import { holders, MAGIC, W_MAGIC, W_PID, W_REFS, HEADER_BYTES } from '../sharing/segment-header.js';
-import { isAlive } from '../sharing/manager/liveness.js';
+import { isAlive } from '../sharing/liveness.js';
 import { creatorOf } from '../sharing/manager/protocol.js';
 
 export interface SegmentInfo {

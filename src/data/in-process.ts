@@ -4,7 +4,7 @@
 import { END, closeFetcher, type Fetcher } from './fetch.js';
 import type { Epoch } from './epoch.js';
 import { releaseTensors } from './release.js';
-import { loopTurner } from './turn.js';
+import { loopTurner } from '../event-loop.js';
 
 export async function* loadInProcess(epoch: Epoch, fetcher: Fetcher, wrap: (b: unknown) => unknown, done: () => void): AsyncGenerator<unknown> {
   const turn = loopTurner();

@@ -1,5 +1,5 @@
 // What the main process and a DataLoader worker say to each other, over the worker's own
-// channel of the worker set (NOTE [Worker set], src/pool/worker-set.ts). Defined once here:
+// channel of the worker set (NOTE [Worker set], workers/worker-set.ts). Defined once here:
 // workers.ts is the parent side, worker-main.ts the worker side.
 import type { SerializedError } from '../process/messages.js';
 import type { DatasetKind } from './dataset.js';

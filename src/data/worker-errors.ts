@@ -1,7 +1,7 @@
 // The errors an iteration with workers fails with, built from what a worker sent or how it
 // ended (NOTE [DataLoader workers]): each names the worker, its pid and the batch.
 import { DataLoaderWorkerError, DataLoaderWorkerExitedError, ShmFullError, TooManyFilesError, TensorprocSystemError } from '../errors.js';
-import type { WorkerExit } from '../pool/worker-set.js';
+import type { WorkerExit } from '../workers/worker-set.js';
 import { rebuildError } from '../process/error-payload.js';
 import type { FetchRequest } from './fetch.js';
 import type { FromWorker } from './messages.js';

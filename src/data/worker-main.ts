@@ -5,7 +5,7 @@
 // closes its inbox (NOTE [Worker set]). The loop lets the event loop turn between batches
 // (NOTE [Turning the event loop]).
 import '../sharing/index.js'; // the shared allocator: collate writes into shared memory
-import { END, workerMain } from '../pool/worker-port.js';
+import { END, workerMain } from '../workers/worker-port.js';
 import { errorMessage } from '../process/error-payload.js';
 import { defaultCollate, defaultConvert } from './collate.js';
 import { buildDataset, type Dataset } from './dataset.js';
@@ -14,7 +14,7 @@ import { Generator } from './generator.js';
 import type { FromWorker, ToWorker, WorkerSpec } from './messages.js';
 import { releaseTensors } from './release.js';
 import { loadFunction } from './target.js';
-import { loopTurner } from './turn.js';
+import { loopTurner } from '../event-loop.js';
 import { setWorkerInfo } from './worker-info.js';
 
 /**

@@ -1,5 +1,5 @@
 // Loading in worker processes, parent side: torch's _MultiProcessingDataLoaderIter on the
-// worker set (src/pool/worker-set.ts). worker-main.ts is the other side.
+// worker set (workers/worker-set.ts). worker-main.ts is the other side.
 //
 // NOTE [DataLoader workers]
 // - Tasks: each request of the epoch's sampler becomes a task sent to one worker's inbox:
@@ -33,7 +33,7 @@
 //   can still exit, and the workers die with it.
 
 import { DataLoaderClosedError, DataLoaderTimeoutError } from '../errors.js';
-import { WorkerSet, type WorkerExit } from '../pool/worker-set.js';
+import { WorkerSet, type WorkerExit } from '../workers/worker-set.js';
 import type { Epoch } from './epoch.js';
 import type { FetchRequest } from './fetch.js';
 import type { FromWorker, WorkerSpec } from './messages.js';
@@ -63,7 +63,8 @@ export interface WorkersOptions {
 }
 
 const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
-const MAIN = { module: new URL(`./worker-main${EXT}`, import.meta.url), export: 'main' };
+// The worker's program (src/programs/), by path: a worker child loads it as its target.
+const MAIN = { module: new URL(`../programs/data-worker${EXT}`, import.meta.url), export: 'main' };
 
 export class LoaderWorkers {
   readonly baseSeed: number;

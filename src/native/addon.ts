@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join, resolve } from 'node:path';
 import { AddonError } from '../errors.js';
+import type { EnvName } from '../env.js';
 
 /** An mmap of a segment, opaque to JS. See NOTE [Mapping lifetime] in native/mapping.cc. */
 export interface NativeMapping {
@@ -110,7 +111,7 @@ export const POLL_WRITABLE = 2;
 export const POLL_DISCONNECT = 4;
 
 /** `TENSORPROC_ADDON=<path>`: load the addon from there (a build of one's own), and only there. */
-export const ADDON_ENV = 'TENSORPROC_ADDON';
+export const ADDON_ENV = 'TENSORPROC_ADDON' satisfies EnvName;
 
 function candidates(): string[] {
   const own = process.env[ADDON_ENV];

@@ -1,7 +1,7 @@
-// imap and imapUnordered as a Call (pool-calls.ts): an async iterator over the results that
+// imap and imapUnordered as a Call (pool/calls.ts): an async iterator over the results that
 // reads its input lazily.
-import { MODE_ITEM } from './pool-messages.js';
-import { Call, type CallHost, type Taken } from './pool-calls.js';
+import { MODE_ITEM } from './messages.js';
+import { Call, type CallHost, type Taken } from './calls.js';
 
 interface Waiter {
   resolve(r: IteratorResult<unknown>): void;

@@ -1,6 +1,6 @@
-// map, starmap and apply as a Call (pool-calls.ts): the input an array, the results one promise.
-import { MODE_ITEM, MODE_STAR, PACK_MIN, packRange } from './pool-messages.js';
-import { Call, type CallHost, type Taken } from './pool-calls.js';
+// map, starmap and apply as a Call (pool/calls.ts): the input an array, the results one promise.
+import { MODE_ITEM, MODE_STAR, PACK_MIN, packRange } from './messages.js';
+import { Call, type CallHost, type Taken } from './calls.js';
 
 /**
  * map, starmap (results in order, one promise) and apply (one result). The input is an

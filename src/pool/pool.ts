@@ -1,14 +1,14 @@
 // Pool: torch.multiprocessing.Pool (CPython's multiprocessing.pool.Pool) for Node, with
 // tensors shared both ways. The calls and their checks live here; which worker runs what,
-// and what a worker's death costs, in pool-scheduler.ts.
+// and what a worker's death costs, in pool/scheduler.ts.
 import { availableParallelism } from 'node:os';
 import { AbortError, InvalidArgumentError, PoolBrokenError, PoolClosedError, PoolRunningError, PoolTerminatedError } from '../errors.js';
 import { checkTarget, type Target, type TargetSpec } from '../process/target.js';
 import type { StartMethod } from '../process/index.js';
-import { defaultChunksize, type Call } from './pool-calls.js';
+import { defaultChunksize, type Call } from './calls.js';
 import { ListCall } from './list-call.js';
 import { IterCall } from './iter-call.js';
-import { Scheduler } from './pool-scheduler.js';
+import { Scheduler } from './scheduler.js';
 
 export interface PoolOptions {
   /** How many workers. Default os.availableParallelism(). */

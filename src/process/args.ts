@@ -42,16 +42,25 @@ export const CHILD_FD_BASE = 4;
 export const PLAIN = 0;
 export const FRAME = 1;
 
-/** `borrowed`: the descriptors are the parent's own (a thread child), to be duplicated before use. */
-export async function decodeArgs(bytes: Uint8Array, fds: readonly number[], borrowed: boolean): Promise<unknown[]> {
+/**
+ * `borrowed`: the descriptors are the parent's own (a thread child), to be duplicated before use.
+ * `loadReductions`: loads every reduction, for framed arguments (given by the child's program).
+ */
+export async function decodeArgs(
+  bytes: Uint8Array,
+  fds: readonly number[],
+  borrowed: boolean,
+  loadReductions: () => Promise<unknown>,
+): Promise<unknown[]> {
   let args: unknown;
   if (bytes[0] === PLAIN) {
     args = deserialize(bytes.subarray(1));
   } else {
-    // The whole library, not only the transport: rebuilding a Queue or an Event needs their
-    // reductions registered, and the target may not have imported tensorproc itself.
+    // Every reduction, not only the transport's: rebuilding a Queue or an Event needs their
+    // reductions registered, and the target may not have imported tensorproc itself. Loaded
+    // by the child's program (src/programs/reductions.ts), which stands above the library.
     const { decodeMessage } = await import('../transport/index.js');
-    await import('../index.js');
+    await loadReductions();
     const own = borrowed ? (await import('../native/fds.js')).dupAll(fds) : fds.slice();
     args = decodeMessage(bytes.subarray(1), own);
   }

@@ -3,7 +3,7 @@
 // its top level (an unguarded `spawn(...)`, often of itself) would do it again in each child,
 // and each of those children would do it again: processes without end. torch refuses a
 // process start while a child is still importing its main module; so does this: a child
-// marks the import of its target (child-run.ts), and startProcesses() refuses to start
+// marks the import of its target (process/child-main.ts), and startProcesses() refuses to start
 // anything meanwhile (spawn.ts, process.ts). The mark is per thread, as a thread child is a
 // "process" of its own; it lives on globalThis, not in this module, because a process
 // child runs a bundled copy of this module (NOTE [The process child's bundle]) beside the
@@ -13,7 +13,7 @@ import { SpawnInBootstrapError } from '../errors.js';
 const KEY = Symbol.for('tensorproc.loadingTarget');
 type WithMark = typeof globalThis & { [KEY]?: string | null };
 
-/** child-run.ts: `url` is being imported as this child's target; null once it is loaded. */
+/** process/child-main.ts: `url` is being imported as this child's target; null once it is loaded. */
 export function markLoading(url: string | null): void {
   (globalThis as WithMark)[KEY] = url;
 }

@@ -7,30 +7,30 @@ import { CHILD_FD_BASE, type EncodedArgs } from './args.js';
 import type { ChildHandle } from './child-handle.js';
 import { childExecArgv, loaderApiForThreads } from './exec-argv.js';
 import type { Identity, StartMessage, StartMethod } from './messages.js';
-import { PARENT_PID_ENV } from './process-env.js';
-import { ProcessChild } from './process-child.js';
+import { PARENT_PID_ENV } from '../env.js';
+import { ProcessChild } from './process-handle.js';
 import type { TargetSpec } from './target.js';
-import { ThreadChild } from './thread-child.js';
+import { ThreadChild } from './thread-handle.js';
 
-// The bootstrap files sit beside this one, compiled (.js) or, under a TypeScript loader, not (.ts).
+// The bootstrap programs sit in src/programs/, compiled (.js) or, under a TypeScript loader, not (.ts).
 const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
-const THREAD_ENTRY = new URL(`./child-thread${EXT}`, import.meta.url);
+const THREAD_ENTRY = new URL(`../programs/thread-child${EXT}`, import.meta.url);
 let processEntry: URL | null = null;
 
 /**
  * The process child's bootstrap: its bundle when that was built after the last compile of
- * child-process.js, or when there is no child-process.js beside it (the package bundle's
- * copy, dist/bundle/process: NOTE [The package bundle]), else child-process.js itself (NOTE
- * [The process child's bundle]).
+ * programs/process-child.js, or when there is no process-child.js beside it (the package
+ * bundle's copy, dist/bundle/programs: NOTE [The package bundle]), else process-child.js
+ * itself (NOTE [The process child's bundle]).
  * In an installed package (under node_modules) the bundle is always the one: nothing
  * compiles there, and the files' times are when npm unpacked them, in whatever order
- * (child-process.js came out a fraction of a millisecond after the bundle, which made every
+ * (process-child.js came out a fraction of a millisecond after the bundle, which made every
  * child of an installed tensorproc load the unbundled bootstrap). Looked up once per process.
  */
 export function processBootstrap(): URL {
   if (processEntry) return processEntry;
-  const plain = new URL(`./child-process${EXT}`, import.meta.url);
-  const bundle = new URL('./child-process.bundle.js', import.meta.url);
+  const plain = new URL(`../programs/process-child${EXT}`, import.meta.url);
+  const bundle = new URL('../programs/process-child.bundle.js', import.meta.url);
   processEntry = plain;
   if (EXT === '.js') {
     const mtime = (url: URL): number | null => {

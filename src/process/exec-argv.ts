@@ -33,7 +33,7 @@ interface TsxPackage {
 /**
  * Worker threads inherit execArgv, but a loader may refuse to install itself in a worker
  * (tsx does on Node 20). If the parent runs under tsx, return a file: URL of tsx's
- * register() API for the thread bootstrap to call (child-thread.ts), else null.
+ * register() API for the thread bootstrap to call (programs/thread-child.ts), else null.
  */
 export function loaderApiForThreads(): string | null {
   const argv = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];

@@ -1,10 +1,10 @@
-// A thread child's bootstrap (startMethod 'thread'), run in a Worker from child-thread.ts, or,
+// A thread child's bootstrap (startMethod 'thread'), run in a Worker from programs/thread-child.ts, or,
 // in the package bundle, from its stub (NOTE [The package bundle]). The StartMessage is the
 // workerData; the ErrorMessage goes back on parentPort, delivered before 'exit'.
 import { onExit } from '../exit-hooks.js';
 import { parentPort, threadId, workerData } from 'node:worker_threads';
-import { runTarget } from './child-run.js';
-// Loaded up front, where child-run.ts loads it on failure only: a thread may be terminated
+import { runTarget } from './child-main.js';
+// Loaded up front, where child-main.ts loads it on failure only: a thread may be terminated
 // at any moment after it failed, and a worker terminated while its module loader has a file
 // open leaks that descriptor (a Node limitation). Loaded, its import later opens nothing.
 import './error-payload.js';
@@ -14,8 +14,11 @@ import { EXIT_OWN, EXIT_STOPPED, STOP_EXIT_CODE, type ThreadStartMessage, type S
 /** How long a stopped thread waits for its own children to stop (its parent terminates it after STOP_GRACE_MS). */
 const CHILDREN_STOP_MS = 500;
 
-/** Runs this thread as a child; `entryPath`, the Worker's entry file, becomes its argv[1]. */
-export async function threadChildMain(entryPath: string): Promise<void> {
+/**
+ * Runs this thread as a child; `entryPath`, the Worker's entry file, becomes its argv[1].
+ * `loadReductions` loads every reduction, for arguments that carry tensorproc objects.
+ */
+export async function threadChildMain(entryPath: string, loadReductions: () => Promise<unknown>): Promise<void> {
   const start = workerData as ThreadStartMessage;
   // A worker's process.argv[1] is its parent's entry script: a program guarded by
   // `process.argv[1] === fileURLToPath(import.meta.url)` would run its main code again here.
@@ -59,6 +62,7 @@ export async function threadChildMain(entryPath: string): Promise<void> {
       process.exit(1);
     },
     load,
+    loadReductions,
     onLoaded: () => parentPort!.postMessage({ kind: 'loaded' }),
     onArgs: () => parentPort!.postMessage({ kind: 'args' }),
   });

@@ -22,6 +22,7 @@
 // SimpleQueue has no shared words (torch's has no state either) and does not spin.
 import { availableParallelism } from 'node:os';
 import { addon, type NativeMapping } from '../native/index.js';
+import { ENV, envNumber } from '../env.js';
 
 /** The Queue's shared word that puts bump once their datagram is sent (NOTE [Spinning before sleeping]). */
 export const SENT = 16; // its own cache line: the producer's slot CAS on COUNT does not contend with a spinning reader
@@ -29,8 +30,7 @@ export const SENT = 16; // its own cache line: the producer's slot CAS on COUNT 
 const MAX_BACKOFF = 8;
 
 function spinUs(): number {
-  const env = process.env.TENSORPROC_SPIN_US;
-  const us = env !== undefined && env !== '' && Number(env) >= 0 ? Number(env) : 200;
+  const us = envNumber('TENSORPROC_SPIN_US') ?? ENV.TENSORPROC_SPIN_US.default;
   return us > 0 && availableParallelism() > 1 ? us : 0;
 }
 

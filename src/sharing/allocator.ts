@@ -192,7 +192,8 @@ export class Lease implements SharedBacking {
   constructor(segment: Segment, offset: number, nbytes: number, owned: boolean, spare: Spare | null = null) {
     const pieces = segment.pieceSpares; // NOTE [Piece buffers]
     if (spare === null && pieces !== null) {
-      spare = pieces.get(offset) ?? null;
+      // Only keepPiece() below fills the map, with Spares.
+      spare = (pieces.get(offset) as Spare | undefined) ?? null;
       if (spare !== null) pieces.delete(offset);
     }
     if (spare !== null && spare.buffer.byteLength === nbytes && spare.state.offset === offset && spare.state.owned === owned) {

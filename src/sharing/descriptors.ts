@@ -40,10 +40,11 @@ import { onExit } from '../exit-hooks.js';
 import { isMainThread } from 'node:worker_threads';
 import { addon, fileLimit, RECV_PROBE } from '../native/index.js';
 import { ForwardCopyWarning } from '../errors.js';
-import type { Segment } from './segment.js';
+import { onSegmentUnmapped, type Segment } from './segment.js';
+import { envNumber } from '../env.js';
 
-const KEEP_ENV = process.env.TENSORPROC_KEEP_FDS;
-const KEEP_FIXED = KEEP_ENV !== undefined && KEEP_ENV !== '' && Number(KEEP_ENV) >= 0 ? Math.floor(Number(KEEP_ENV)) : null;
+const KEEP_ENV = envNumber('TENSORPROC_KEEP_FDS');
+const KEEP_FIXED = KEEP_ENV !== undefined ? Math.floor(KEEP_ENV) : null;
 const budgetOf = (limit: number): number => KEEP_FIXED ?? Math.max(16, Math.floor(limit / 2));
 /** The open-file limit as last read: another process may lower it (prlimit --pid), so it is read again now and then. */
 let limit = fileLimit;
@@ -130,11 +131,11 @@ export function giveReserve(fd: number): void {
 }
 
 /** `segment` is being unmapped: a reserve that is its descriptor would pin its memory. */
-export function unmappedReceived(segment: Segment): void {
+onSegmentUnmapped((segment) => {
   if (reserve === null || reserve.segment !== segment) return;
   addon.close(reserve.fd);
   reserve = null;
-}
+});
 
 /** The received segment's storage is about to be copied to travel on (NOTE [Kept descriptors]). */
 export function warnForwardCopy(): void {

@@ -1,7 +1,8 @@
 import './allocator.js';
 export { getAllSharingStrategies, getSharingStrategy, setSharingStrategy, STRATEGY_ENV } from './strategy.js';
 export type { SharingStrategy } from './strategy.js';
-export { Segment, HEADER_BYTES, SHM_PREFIX } from './segment.js';
+export { Segment, SHM_PREFIX } from './segment.js';
+export { HEADER_BYTES } from './segment-header.js';
 export { cache as segmentCache, received as receiveCache, Lease } from './allocator.js';
 export { exportStorage, importStorage, abandonExport, emptyCache } from './handle.js';
 export type { StorageHandle, ExportedStorage } from './handle.js';

@@ -20,6 +20,7 @@
 // applies to storages above PACK_BYTES, and to slabs.
 import { readFileSync } from 'node:fs';
 import { TooManyMappingsError } from '../errors.js';
+import { envNumber } from '../env.js';
 
 /** Mappings left to the rest of the process: V8's heap alone takes one per 256 KiB (1 GiB). */
 const RESERVE = 4096;
@@ -27,8 +28,8 @@ const RESERVE = 4096;
 function readMaxMapCount(): number {
   // TENSORPROC_MAX_MAPS: a lower bound to stay under, for a process that leaves room for
   // native libraries of its own (and for the tests, which cannot lower the kernel's).
-  const env = Number(process.env.TENSORPROC_MAX_MAPS);
-  if (Number.isSafeInteger(env) && env > 0) return env;
+  const env = envNumber('TENSORPROC_MAX_MAPS', (n) => Number.isSafeInteger(n) && n > 0);
+  if (env !== undefined) return env;
   try {
     const n = Number(readFileSync('/proc/sys/vm/max_map_count', 'utf8').trim());
     return Number.isSafeInteger(n) && n > 0 ? n : 65_530;

@@ -47,11 +47,12 @@ import type { Segment } from './segment.js';
 import type { SegmentCache, CacheEntry, SpareLike } from './segment-cache.js';
 import { addon } from '../native/index.js';
 import { HEADER_BYTES } from './segment-header.js';
+import { ENV, envNumber } from '../env.js';
 
-export const PACK_BYTES = ((): number => {
-  const v = Number(process.env.TENSORPROC_PACK_BYTES);
-  return process.env.TENSORPROC_PACK_BYTES !== undefined && process.env.TENSORPROC_PACK_BYTES !== '' && Number.isSafeInteger(v) && v >= 0 ? Math.min(v, 4096) : 512;
-})();
+export const PACK_BYTES = Math.min(
+  envNumber('TENSORPROC_PACK_BYTES', (n) => Number.isSafeInteger(n) && n >= 0) ?? ENV.TENSORPROC_PACK_BYTES.default,
+  4096,
+);
 /** A slab's data capacity: 64 KiB with its header, a size class of its own (size-class.ts). */
 export const SLAB_BYTES = 64 * 1024 - HEADER_BYTES;
 /** Pieces start at multiples of a cache line; TENSOR frames carry an offset in these units (frame.ts). */

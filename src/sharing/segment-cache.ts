@@ -18,18 +18,18 @@
 // a third of the speed (64 MiB does not fit a 16 MiB L3: measured 22 µs vs 80-115 µs a fill).
 // A request of a large class that finds nothing free may wait for a busy segment of its class
 // to come back instead (NOTE [Waiting for a segment], segment-wait.ts).
-import { addon } from '../native/index.js';
 import { TooManyFilesError } from '../errors.js';
 import { getSharingStrategy, type SharingStrategy } from './strategy.js';
-import { Segment } from './segment.js';
+import { Segment, type SpareLike } from './segment.js';
 import { sizeClass } from './size-class.js';
 import { debug, debugEnabled } from '../debug.js';
-import { holders, reclaimSlots } from './segment-header.js';
-import { isAlive } from './manager/liveness.js';
+import { reclaimDeadHolders } from './dead-holders.js';
+import { dropEntry, type CacheEntry } from './cache-entry.js';
 import { shedDescriptors } from './descriptors.js';
 import { SegmentWaits } from './segment-wait.js';
+import { ENV, envNumber } from '../env.js';
 
-const DEFAULT_MAX_BYTES = 512 * 2 ** 20;
+const DEFAULT_MAX_BYTES = ENV.TENSORPROC_CACHE_BYTES.default;
 const MAX_BUSY = 1024;
 /**
  * Free segments kept, whatever their size: each holds a descriptor (file_descriptor) and a
@@ -38,60 +38,22 @@ const MAX_BUSY = 1024;
 const MAX_FREE = 1024;
 
 function maxCachedBytes(): number {
-  const v = Number(process.env.TENSORPROC_CACHE_BYTES);
-  return Number.isFinite(v) && v >= 0 ? v : DEFAULT_MAX_BYTES;
+  return envNumber('TENSORPROC_CACHE_BYTES') ?? DEFAULT_MAX_BYTES;
 }
 
 /** How often housekeeping() runs (allocator.ts), while anything is cached. */
 export const HOUSEKEEPING_MS = 250;
-/** Free segments not reused for this many housekeeping ticks are given back (NOTE [Cache decay]). */
-export const DECAY_TICKS = ((): number => {
-  const env = process.env.TENSORPROC_CACHE_DECAY_MS;
-  const ms = env !== undefined && env !== '' && Number(env) >= 0 ? Number(env) : 2000;
-  return Math.ceil(ms / HOUSEKEEPING_MS);
-})();
 /** A busy segment that only messages in flight have held for this long is let go (NOTE [Dead holders]). */
 const IN_FLIGHT_ONLY_TICKS = 60_000 / HOUSEKEEPING_MS;
+/** Free segments not reused for this many housekeeping ticks are given back (NOTE [Cache decay]). */
+export const DECAY_TICKS = ((): number => {
+  const ms = envNumber('TENSORPROC_CACHE_DECAY_MS') ?? ENV.TENSORPROC_CACHE_DECAY_MS.default;
+  return Math.ceil(ms / HOUSEKEEPING_MS);
+})();
 
-/** What a spare left with a segment must have: its buffer, detached when the entry is dropped. */
-export interface SpareLike {
-  readonly buffer: ArrayBuffer;
-}
+export type { SpareLike } from './segment.js';
+export { dropEntry, type CacheEntry } from './cache-entry.js';
 
-/** A cached segment, with whatever its last user left for the next one (a spare buffer). */
-export interface CacheEntry<S> {
-  readonly segment: Segment;
-  readonly spare: S | null;
-  /** Reuse only once no buffer of the ended lease is alive (NOTE [Moved buffers], allocator.ts). */
-  readonly checkBuffers?: boolean;
-  /** Made just now: its memory is still the kernel's zeros. */
-  readonly fresh?: boolean;
-  /** The housekeeping tick it became free at (free lists), or was first seen held only in flight (busy). */
-  tick?: number;
-}
-
-/**
- * Gives up a cached entry: its spare buffer, which never reached user code, is detached
- * first, so that nothing but the header holds the mapping and the memory goes back at once
- * (Segment.unmap()).
- */
-export function dropEntry(entry: CacheEntry<SpareLike>): void {
-  if (entry.spare !== null) addon.detach(entry.spare.buffer);
-  entry.segment.drop();
-}
-
-// NOTE [Dead holders]
-// A segment sent to a process that is then killed holding it stays referenced in its header
-// for good: on the busy list here, with its descriptor and mapping, forever (a memfd) or until
-// this process exits (a named segment, whose holder may not have registered with the manager
-// yet). So housekeeping() looks at the holders recorded in the slots of busy segments (NOTE
-// [Reference slots]) and takes back what dead ones held; a segment that comes back free is
-// reused or trimmed like any other. What it cannot see is a reference in flight whose message
-// is lost (in the queue of a consumer killed between taking a datagram and adopting it, or
-// in a socket closed everywhere): a busy segment held by nothing but messages in flight for
-// IN_FLIGHT_ONLY_TICKS (a minute) is let go, which only gives up recycling it (its memory
-// stays while anything maps it, and its last holder frees it).
-//
 // NOTE [Cache decay]
 // Free segments not reused within TENSORPROC_CACHE_DECAY_MS (2 s) are given back, as an
 // allocator returns memory it keeps after a while (jemalloc's decay): a stream reuses its
@@ -254,42 +216,8 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
 
   /** NOTE [Dead holders]: takes back what dead holders of busy segments held; true if it took any. */
   reclaimDead(): boolean {
-    const me = process.pid;
-    const alive = new Map<number, boolean>();
-    let changed = false;
-    let kept = 0;
-    const busy = this.#busy;
-    for (let i = 0; i < busy.length; i++) {
-      const entry = busy[i]!;
-      const h = entry.segment.header;
-      let inSlots = 0;
-      for (const [pid, count] of holders(h)) {
-        if (count === 0) continue;
-        if (pid !== me) {
-          let live = alive.get(pid);
-          if (live === undefined) alive.set(pid, (live = isAlive(pid)));
-          if (!live) {
-            const took = reclaimSlots(h, pid);
-            this.reclaimed += took;
-            if (took > 0) changed = true;
-            continue;
-          }
-        }
-        inSlots += count;
-      }
-      // Held by this cache alone (its one hold, in our slot) and by messages in flight.
-      if (inSlots <= 1 && entry.segment.refcount() > 1) {
-        entry.tick ??= this.#tick;
-        if (this.#tick - entry.tick > IN_FLIGHT_ONLY_TICKS) {
-          dropEntry(entry);
-          continue;
-        }
-      } else {
-        entry.tick = undefined;
-      }
-      busy[kept++] = entry;
-    }
-    busy.length = kept;
+    const { changed, took } = reclaimDeadHolders(this.#busy, this.#tick, IN_FLIGHT_ONLY_TICKS);
+    this.reclaimed += took;
     return changed;
   }
 

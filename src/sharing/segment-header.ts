@@ -1,6 +1,6 @@
 // The header at the start of every segment: its layout, defined once, and the operations on
 // its per-process reference slots. Segment (this process's side) and the file_system
-// manager (src/sharing/manager/server.ts, which reclaims what dead processes held) both use
+// manager (manager/server.ts, which reclaims what dead processes held) both use
 // it. See NOTE [Reference slots].
 //
 // NOTE [Reference slots]

@@ -31,6 +31,7 @@
 // class whose wait ran out (its consumer keeps what it gets, or is this very thread) is not
 // waited for again until one of its busy segments is seen coming back.
 import type { Segment } from './segment.js';
+import { envNumber } from '../env.js';
 
 /** Classes from this size wait for a busy segment (NOTE [Waiting for a segment]). */
 export const WAIT_MIN_BYTES = 4 * 2 ** 20;
@@ -102,8 +103,8 @@ export class SegmentWaits {
 
   /** How long a request of class `cls` waits for a busy segment: what a fresh one costs, or TENSORPROC_SEGMENT_WAIT_MS. */
   boundMs(cls: number): number {
-    const env = process.env.TENSORPROC_SEGMENT_WAIT_MS;
-    if (env !== undefined && env !== '' && Number(env) >= 0) return Number(env);
+    const env = envNumber('TENSORPROC_SEGMENT_WAIT_MS');
+    if (env !== undefined) return env;
     const created = this.#createMs.get(cls);
     return created !== undefined ? created * FRESH_PER_CREATE : ((cls / 4096) * FRESH_PAGE_US) / 1000;
   }

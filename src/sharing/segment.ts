@@ -31,11 +31,22 @@ import { checkRoom } from './room.js';
 import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, initHeader, claimSlot, wakeCreator } from './segment-header.js';
 import { managerClient } from './manager/client.js';
 import { debug } from '../debug.js';
-import { unmappedReceived } from './descriptors.js';
 import { ensureMappingRoom, noteSegmentMapped, noteSegmentUnmapped } from './mappings.js';
-import type { Spare } from './allocator.js';
 
-export { HEADER_BYTES } from './segment-header.js';
+
+const unmapHooks: ((segment: Segment) => void)[] = [];
+/**
+ * Calls `hook` with each segment as it is unmapped: for what a layer above keeps per segment
+ * (descriptors.ts's receive reserve), which this file must not import.
+ */
+export function onSegmentUnmapped(hook: (segment: Segment) => void): void {
+  unmapHooks.push(hook);
+}
+
+/** What a spare left with a segment must have: its buffer, detached when the entry is dropped. */
+export interface SpareLike {
+  readonly buffer: ArrayBuffer;
+}
 
 export const SHM_PREFIX = 'tensorproc_';
 
@@ -76,7 +87,7 @@ export class Segment {
    * for the next lease of the piece there (NOTE [Piece buffers], packing.ts). Not counted
    * by liveBuffers(); detached by unmap().
    */
-  pieceSpares: Map<number, Spare> | null = null;
+  pieceSpares: Map<number, SpareLike> | null = null;
   /** Count word of this process's slot: -2 not looked up yet, -1 none free. */
   #slot = -2;
 
@@ -374,7 +385,7 @@ export class Segment {
       addon.close(this.#fd);
       this.#fd = null;
     }
-    unmappedReceived(this); // NOTE [Receive reserve]
+    for (const hook of unmapHooks) hook(this); // NOTE [Receive reserve]
     this.dropPieceSpares();
     addon.evict(this.mapping, HEADER_BYTES, 2); // the handle and the header view
     addon.unmap(this.mapping);

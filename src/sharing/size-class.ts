@@ -1,7 +1,7 @@
 // Size classes for recycled segments: a segment of class c serves every request up to c.
 // Classes are page multiples spaced a quarter-power of two apart (2^k, 1.25·2^k, 1.5·2^k,
 // 1.75·2^k), so a request wastes at most 25% and a steady stream of one size always hits.
-import { HEADER_BYTES } from './segment.js';
+import { HEADER_BYTES } from './segment-header.js';
 
 const PAGE = 4096;
 

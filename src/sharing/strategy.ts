@@ -1,13 +1,14 @@
 // Sharing strategies, selected as in torch.multiprocessing.
 import { InvalidStrategyError } from '../errors.js';
 import { managerClient } from './manager/client.js';
+import { ENV, envString, type EnvName } from '../env.js';
 
 export type SharingStrategy = 'file_descriptor' | 'file_system';
 
 const ALL: readonly SharingStrategy[] = ['file_descriptor', 'file_system'];
 
 /** The environment variable that overrides the default strategy, in children too. */
-export const STRATEGY_ENV = 'TENSORPROC_SHARING_STRATEGY';
+export const STRATEGY_ENV = 'TENSORPROC_SHARING_STRATEGY' satisfies EnvName;
 
 function check(name: unknown, source: string): SharingStrategy {
   if (typeof name === 'string' && (ALL as readonly string[]).includes(name)) return name as SharingStrategy;
@@ -24,8 +25,8 @@ export function getAllSharingStrategies(): Set<SharingStrategy> {
 
 export function getSharingStrategy(): SharingStrategy {
   if (current === null) {
-    const env = process.env[STRATEGY_ENV];
-    current = env === undefined || env === '' ? 'file_descriptor' : check(env, `${STRATEGY_ENV}=`);
+    const env = envString(STRATEGY_ENV);
+    current = env === undefined ? ENV.TENSORPROC_SHARING_STRATEGY.default : check(env, `${STRATEGY_ENV}=`);
   }
   return current;
 }

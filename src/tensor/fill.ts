@@ -30,6 +30,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { addon } from '../native/index.js';
 import type { DTypeInfo, TypedArray } from './dtype.js';
+import { envNumber } from '../env.js';
 
 const DEFAULT_THRESHOLD = 4 << 20; // when the system does not say how large its cache is (a quarter of 16 MiB)
 /** A quarter of a VM's view of a socket's cache overstates what it keeps (NOTE [Streaming fill]). */
@@ -63,8 +64,8 @@ function lastLevelCacheBytes(): number {
 }
 
 function threshold(): number {
-  const env = process.env.TENSORPROC_STREAM_FILL_BYTES;
-  if (env !== undefined && env !== '' && Number(env) >= 0) return Number(env);
+  const env = envNumber('TENSORPROC_STREAM_FILL_BYTES');
+  if (env !== undefined) return env;
   const llc = lastLevelCacheBytes();
   return llc > 0 ? Math.min(llc / 4, MAX_THRESHOLD) : DEFAULT_THRESHOLD;
 }

@@ -8,7 +8,7 @@ import { PipeClosedError, QueueClosedError } from '../errors.js';
 import { encodeMessage, type Frame } from './frame.js';
 import { DatagramReader, READ_END, READ_NOTHING } from './datagram-reader.js';
 import { Watcher } from './watcher.js';
-import { settled } from './turns.js';
+import { settled } from '../event-loop.js';
 import { SendBacklog } from './send-backlog.js';
 import { timedOut } from './timeouts.js';
 import { transportAddon } from './native.js';

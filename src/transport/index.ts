@@ -9,6 +9,6 @@ export { transportAddon } from './native.js';
 export { Endpoint, NOTHING } from './endpoint.js';
 export { keepFrame } from './send-backlog.js';
 export { checkTimeout, timeoutOption } from './timeouts.js';
-export { settled } from './turns.js';
+export { settled } from '../event-loop.js';
 export type { KeptFrame } from './send-backlog.js';
 export { Watcher } from './watcher.js';

@@ -7,7 +7,7 @@ import { DTYPE_CODE, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, MAX_FDS, MAX_NDIM, S
 import {
   ENTRY, HEAD, MAX_DEPTH, MAX_ITEMS, MAX_NODES, NO_FD, T_ARRAY, T_FALSE, T_FLOAT, T_INT, T_NULL, T_OBJECT, T_STRING, T_TENSOR, T_TRUE, T_UNDEFINED,
 } from './plain-layout.js';
-import type { Frame } from './frame.js';
+import type { Frame } from './wire.js';
 
 // One output buffer per thread: a frame is sent (or kept, copied) before the next encode.
 const out = new Uint8Array(INLINE_MAX);

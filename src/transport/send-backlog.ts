@@ -19,7 +19,7 @@ import { closeOnce, dupAll, systemError } from '../native/index.js';
 import { TooManyFilesError } from '../errors.js';
 import { isMainThread } from 'node:worker_threads';
 import { shedDescriptors } from '../sharing/index.js';
-import type { Frame } from './frame.js';
+import type { Frame } from './wire.js';
 import type { Watcher } from './watcher.js';
 
 /** A frame that stays valid while it waits: its own bytes, its own descriptors. */

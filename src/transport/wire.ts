@@ -2,6 +2,7 @@
 // and the codes of dtypes and strategies (fixed here, not taken from another table's order).
 import type { DType } from '../tensor/index.js';
 import type { SharingStrategy } from '../sharing/index.js';
+import { FrameDecodeError } from '../errors.js';
 
 export const FRAME_VERSION = 2;
 /** Packed pieces start at multiples of this in their slab (NOTE [Packed small storages]); TENSOR frames count in it. */
@@ -56,3 +57,23 @@ export function receivedViews(bytes: Uint8Array): BufferViews {
   if (received === null || received.buffer !== bytes.buffer) received = viewsOf(bytes.buffer);
   return received;
 }
+
+/** A frame as it is sent: encodeMessage() makes it (frame-encode.ts), an Endpoint sends it. */
+export interface Frame {
+  /** Valid until the next encodeMessage() call in this thread: keep() before waiting. */
+  readonly bytes: Uint8Array;
+  /** Borrowed: open at least until the frame is sent (or kept). */
+  readonly fds: Int32Array;
+  /** Undoes the in-flight references of a frame that will never be sent. */
+  abandon(): void;
+}
+
+/** The name of `len` bytes at `at`; null when there is none (len 0). */
+export function readName(bytes: Uint8Array, at: number, len: number): string | null {
+  if (len === 0) return null;
+  if (at + len > bytes.length) throw new FrameDecodeError('A received message is truncated.');
+  const from = bytes.byteOffset + at;
+  return receivedViews(bytes).text.latin1Slice(from, from + len);
+}
+
+

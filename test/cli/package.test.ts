@@ -37,10 +37,10 @@ function install(): { root: string; files: string[] } {
   execFileSync('tar', ['-xzf', join(dir, packed!.filename), '-C', root, '--strip-components=1']);
   // npm gives unpacked files the time they were written, in no useful order (tar keeps the
   // archive's one time for all): as npm 10 left them here, the bootstrap a little after its bundle.
-  const processDir = join(root, 'dist/src/process');
+  const programsDir = join(root, 'dist/src/programs');
   const now = Date.now() / 1000;
-  utimesSync(join(processDir, 'child-process.bundle.js'), now - 1, now - 1);
-  utimesSync(join(processDir, 'child-process.js'), now, now);
+  utimesSync(join(programsDir, 'process-child.bundle.js'), now - 1, now - 1);
+  utimesSync(join(programsDir, 'process-child.js'), now, now);
   // What `npm install` adds: the dependencies beside the package, and the addon it builds.
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
   for (const dep of Object.keys(pkg.dependencies)) {
@@ -55,7 +55,7 @@ function install(): { root: string; files: string[] } {
 
 test('the installed package has its anchors and bootstrap bundle, and its bench and doctor run from it', { timeout: 300_000 }, () => {
   const { root, files } = install();
-  for (const f of ['dist/src/cli/main.js', 'dist/bench/run.js', 'dist/bench/queue.js', 'dist/bench/spawn.js', 'dist/bench/anchors/node-ipc.js', 'bench/anchors/torch-queue.py', 'bench/anchors/torch-spawn.py', 'bench/anchors/message-limit.py', 'dist/src/process/child-process.bundle.js', 'dist/bundle/index.js', 'dist/bundle/process/child-process.bundle.js']) {
+  for (const f of ['dist/src/cli/main.js', 'dist/bench/run.js', 'dist/bench/queue.js', 'dist/bench/spawn.js', 'dist/bench/anchors/node-ipc.js', 'bench/anchors/torch-queue.py', 'bench/anchors/torch-spawn.py', 'bench/anchors/message-limit.py', 'dist/src/programs/process-child.bundle.js', 'dist/bundle/index.js', 'dist/bundle/programs/process-child.bundle.js']) {
     assert.ok(files.includes(f), `${f} ships in the package`);
   }
   assert.ok(!files.some((f) => f.startsWith('dist/test/')), 'the tests do not ship');
@@ -64,7 +64,7 @@ test('the installed package has its anchors and bootstrap bundle, and its bench 
   // (asked in a process of its own: this one has its own copy of the library loaded).
   const startModule = pathToFileURL(join(root, 'dist/src/process/child-start.js')).href;
   const chosen = execFileSync(process.execPath, ['--input-type=module', '-e', `const { processBootstrap } = await import(${JSON.stringify(startModule)}); console.log(processBootstrap().href);`], { encoding: 'utf8', timeout: 60_000 });
-  assert.equal(chosen.trim(), pathToFileURL(join(root, 'dist/src/process/child-process.bundle.js')).href);
+  assert.equal(chosen.trim(), pathToFileURL(join(root, 'dist/src/programs/process-child.bundle.js')).href);
 
   // A user's program beside node_modules: 'tensorproc' is the bundle (NOTE [The package
   // bundle]), and a DataLoader's workers, over a dataset module that imports it too, collate

@@ -44,10 +44,10 @@ test('a program importing the package: DataLoader, Pool and spawn, process and t
   assert.deepEqual(out.exports, Object.keys(mp).sort(), 'the bundle exports the public API, nothing more');
 });
 
-test('the process bootstrap is in dist/bundle once, as its bundle: processBootstrap() takes it, there being no child-process.js beside it', () => {
+test('the process bootstrap is in dist/bundle once, as its bundle: processBootstrap() takes it, there being no programs/process-child.js beside it', () => {
   // (That the spawned children run it is the 'spawn' check above: a missing bootstrap fails them.)
-  assert.ok(existsSync(new URL('../../bundle/process/child-process.bundle.js', import.meta.url)));
-  assert.ok(!existsSync(new URL('../../bundle/process/child-process.js', import.meta.url)));
+  assert.ok(existsSync(new URL('../../bundle/programs/process-child.bundle.js', import.meta.url)));
+  assert.ok(!existsSync(new URL('../../bundle/programs/process-child.js', import.meta.url)));
 });
 
 test("a bundled program's file_system manager starts, and leaves once idle", { timeout: 60_000 }, async () => {

@@ -240,7 +240,7 @@ describe('arguments', () => {
     const { bytes, fds } = encodeArgs(args);
     assert.deepEqual(fds, []);
     assert.equal(bytes[0], PLAIN, 'no tensorproc object: the child needs no transport to decode');
-    assert.deepEqual(await decodeArgs(bytes, fds, false), args);
+    assert.deepEqual(await decodeArgs(bytes, fds, false, () => import('../../src/index.js')), args);
   });
 
   it("the descriptors of encoded arguments are spawn's own duplicates, closed by release()", () => {

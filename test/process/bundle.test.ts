@@ -12,8 +12,8 @@ import { fixture } from '../helpers/child.js';
 checkLeaks();
 
 const repo = fileURLToPath(new URL('../../../', import.meta.url));
-const plain = fileURLToPath(new URL('../../src/process/child-process.js', import.meta.url));
-const bundle = fileURLToPath(new URL('../../src/process/child-process.bundle.js', import.meta.url));
+const plain = fileURLToPath(new URL('../../src/programs/process-child.js', import.meta.url));
+const bundle = fileURLToPath(new URL('../../src/programs/process-child.bundle.js', import.meta.url));
 
 function run(): { bootstrap: string; child: { argv1: string; name: string; parent: string }; refused: { code: string; cause: string } } {
   const out = execFileSync(process.execPath, [fixture(import.meta.url, 'which-bootstrap.js')], { encoding: 'utf8', timeout: 60_000 });
@@ -29,11 +29,11 @@ function assertWorks(r: ReturnType<typeof run>, file: string): void {
 }
 
 it('a fresh bundle is what process children run; one older than the compile is not', { timeout: 120_000 }, () => {
-  execFileSync(process.execPath, ['src/process/bundle-child.mjs'], { cwd: repo, stdio: 'inherit' });
+  execFileSync(process.execPath, ['scripts/bundle-child.mjs'], { cwd: repo, stdio: 'inherit' });
   assertWorks(run(), bundle);
   const { atime, mtime } = statSync(bundle);
   try {
-    // As after a `tsc` alone: the bundle predates child-process.js.
+    // As after a `tsc` alone: the bundle predates programs/process-child.js.
     utimesSync(bundle, atime, new Date(statSync(plain).mtimeMs - 60_000));
     assertWorks(run(), plain);
   } finally {

@@ -1,4 +1,4 @@
-// Children die with their parent (NOTE [No orphans] in src/process/process-child.ts),
+// Children die with their parent (NOTE [No orphans] in process/process-handle.ts),
 // daemon children do not keep it alive, and a parent under tsx starts .ts targets.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -2,7 +2,7 @@
 // hang, a crash or a silent misreading (issue 10, items 9 to 11): values that contain
 // themselves or are nested past any stack, revoked Proxies, options of the wrong type, and
 // a loop of puts and gets that complete at once, which must still let timers run (NOTE
-// [Letting the loop turn], src/transport/turns.ts).
+// [Letting the loop turn], event-loop.ts).
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';

@@ -1,6 +1,6 @@
 // A process killed in the first moments of its first named segment: its name goes all the
 // same (NOTE [Registering before creating] in src/sharing/segment.ts). Found by the fault
-// campaign (bench/faults, kill-producer under file_system): a producer killed while making
+// campaign (test/faults, kill-producer under file_system): a producer killed while making
 // its first 4 MiB segment left the name until the next manager's start.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

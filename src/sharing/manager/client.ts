@@ -16,7 +16,7 @@ import { onExit } from '../../exit-hooks.js';
 import { addon, EAGAIN, POLL_READABLE, POLL_WRITABLE, RECV_NO_PROBE, type NativePoll } from '../../native/index.js';
 import { ManagerUnavailableError } from '../../errors.js';
 import { managerDir, socketPath } from './dir.js';
-import { PARENT_GONE } from '../../process/process-env.js';
+import { PARENT_GONE, type EnvName } from '../../env.js';
 import { connectOrStart, prestartServer, START_TIMEOUT_MS, type Prestarted } from './manager-start.js';
 import {
   decodeManager,
@@ -28,7 +28,7 @@ import {
 } from './protocol.js';
 
 /** `TENSORPROC_MANAGER=0`: never start or reach a manager (no cleanup after crashes, no warning). */
-export const MANAGER_ENV = 'TENSORPROC_MANAGER';
+export const MANAGER_ENV = 'TENSORPROC_MANAGER' satisfies EnvName;
 
 /** After giving up, a later segment tries again after this long. */
 const RETRY_AFTER_MS = 10_000;
@@ -50,7 +50,7 @@ const MAX_REFUSALS = 3;
 // raced: the parent's descriptors close (the control channel ends) before the kernel reparents
 // its children, so a child could exit at that end still seeing its old parent and say goodbye
 // (a clean-clone run of test/sharing/manager-orphan.test.ts, once): the process bootstrap
-// marks the channel's end on globalThis (child-process.ts) before it exits.
+// marks the channel's end on globalThis (programs/process-child.ts) before it exits.
 const parentAtLoad = addon.getppid();
 const parentGone = (): boolean => addon.getppid() !== parentAtLoad || (globalThis as Record<symbol, unknown>)[PARENT_GONE] === true;
 

@@ -3,12 +3,13 @@
 import { lstatSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROTOCOL_VERSION } from './protocol.js';
+import { envString, type EnvName } from '../../env.js';
 
 /** `TENSORPROC_MANAGER_DIR` (tests use their own), else $XDG_RUNTIME_DIR/tensorproc, else /tmp/tensorproc-<uid>. */
-export const DIR_ENV = 'TENSORPROC_MANAGER_DIR';
+export const DIR_ENV = 'TENSORPROC_MANAGER_DIR' satisfies EnvName;
 
 export function managerDir(): string {
-  const env = process.env[DIR_ENV];
+  const env = envString(DIR_ENV);
   if (env) return env;
   const xdg = process.env.XDG_RUNTIME_DIR;
   if (xdg) return join(xdg, 'tensorproc');

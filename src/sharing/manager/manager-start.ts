@@ -1,6 +1,6 @@
 // Reaching a file_system manager, starting one when none answers: the part of the client
 // (client.ts) that knows about processes and sockets, not about what this process maps.
-// See NOTE [The file_system manager] in server.ts.
+// See NOTE [The file_system manager] in manager/server.ts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { addon } from '../../native/index.js';
 import { checkDir, managerLog, socketPath } from './dir.js';
 import { debug } from '../../debug.js';
+import { envString } from '../../env.js';
 
 /** How long a start may take before we give up and warn. */
 export const START_TIMEOUT_MS = 5000;
@@ -101,13 +102,13 @@ function startServer(dir: string): ChildProcess {
   const here = fileURLToPath(import.meta.url);
   const ext = extname(here);
   const compiled = ext === '.js';
-  const child = spawn(process.execPath, [...(compiled ? [] : loaderArgs()), join(dirname(here), `server${ext}`), dir], {
+  const child = spawn(process.execPath, [...(compiled ? [] : loaderArgs()), join(dirname(here), `../../programs/manager${ext}`), dir], {
     detached: true,
     stdio: 'ignore',
     // A compiled manager pins no directory; one under a loader resolves it from here.
     cwd: compiled ? '/' : process.cwd(),
   });
   child.unref();
-  debug('manager started: pid %d for %s, its sweeps logged to %s', child.pid, dir, process.env.TENSORPROC_MANAGER_LOG || managerLog(dir));
+  debug('manager started: pid %d for %s, its sweeps logged to %s', child.pid, dir, envString('TENSORPROC_MANAGER_LOG') ?? managerLog(dir));
   return child;
 }

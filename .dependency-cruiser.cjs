@@ -1,0 +1,56 @@
+// The import graph's rules (docs/design.md, "Layers"), checked by `npm test` (npm run
+// lint:imports). Each floor of src/ imports only from floors below it; no cycle among files,
+// type-only imports included; nothing under src/ imports the index.
+/** Folders (or ground files) of src/, floor by floor, bottom first. */
+const FLOORS = [
+  ['(errors|env|exit-hooks|debug|describe-value|event-loop)\\.ts'],
+  ['native/'],
+  ['tensor/'],
+  ['sharing/'],
+  ['transport/', 'manager/'],
+  ['process/', 'queue/', 'sync/'],
+  ['workers/'],
+  ['pool/', 'data/'],
+  ['index\\.ts'],
+  ['cli/', 'programs/'],
+];
+const path = (parts) => `^src/(${parts.join('|')})`;
+
+/** An import from a room to a room of its own floor or above (siblings do not import each other). */
+const upward = FLOORS.flatMap((floor, k) =>
+  floor.map((room) => ({
+    name: 'no-import-up',
+    comment: `src/${room.replace(/\\\\/g, '')} imports only from the floors below it (docs/design.md)`,
+    severity: 'error',
+    from: { path: path([room]) },
+    to: {
+      path: path(FLOORS.slice(k).flat().filter((r) => r !== room)),
+    },
+  })),
+);
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'No import cycle among files, type-only imports included.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'no-index-import',
+      comment: 'src/index.ts is the public face: a list of exports that nothing under src/ imports.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^src/index\\.ts$' },
+    },
+    ...upward,
+  ],
+  options: {
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|node_modules)/' },
+  },
+};
