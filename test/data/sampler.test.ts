@@ -3,7 +3,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 import { throwsCoded } from '../helpers/errors.js';
 import { checkLeaks } from '../helpers/leaks.js';
 

@@ -11,7 +11,7 @@ import { checkLeaks } from '../helpers/leaks.js';
 import { running } from '../helpers/procs.js';
 import { waitFor } from '../helpers/wait.js';
 import { openPool, stopPoolsAfter, task } from './pools.js';
-import { AbortError, Event as MpEvent, SimpleQueue, type StartMethod } from '../../src/index.js';
+import { AbortError, Event as MpEvent, SimpleQueue, type StartMethod } from 'tensorproc';
 import { endless } from './fixtures/tasks.js';
 
 stopPoolsAfter();

@@ -8,7 +8,7 @@ import { openPool, stopPoolsAfter, task } from './pools.js';
 import {
   InvalidArgumentError, NotTransferableError, Pool, PoolClosedError, PoolRunningError, PoolTerminatedError, TargetNotFoundError,
   TargetNotFunctionError, Event as MpEvent, type StartMethod,
-} from '../../src/index.js';
+} from 'tensorproc';
 
 stopPoolsAfter();
 checkLeaks();

@@ -9,7 +9,7 @@ import { isCoded } from '../helpers/errors.js';
 import { running } from '../helpers/procs.js';
 import { waitFor } from '../helpers/wait.js';
 import { openPool, stopPoolsAfter, task } from './pools.js';
-import { Event as MpEvent, PoolBrokenError, ProcessExitedException, SimpleQueue, zeros, type StartMethod } from '../../src/index.js';
+import { Event as MpEvent, PoolBrokenError, ProcessExitedException, SimpleQueue, zeros, type StartMethod } from 'tensorproc';
 
 stopPoolsAfter();
 checkLeaks();

@@ -11,7 +11,7 @@ import { isCoded } from '../helpers/errors.js';
 import { running } from '../helpers/procs.js';
 import { fixture, startPeer } from '../helpers/child.js';
 import { openPool, stopPoolsAfter, task } from './pools.js';
-import { Event as MpEvent, Pool, PoolTerminatedError, TargetLoadError, emptyCache, getSharingStrategy, setSharingStrategy, type StartMethod, type Tensor } from '../../src/index.js';
+import { Event as MpEvent, Pool, PoolTerminatedError, TargetLoadError, emptyCache, getSharingStrategy, setSharingStrategy, type StartMethod, type Tensor } from 'tensorproc';
 
 stopPoolsAfter();
 checkLeaks();

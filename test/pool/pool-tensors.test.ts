@@ -5,7 +5,7 @@ import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkLeaks } from '../helpers/leaks.js';
 import { openPool, stopPoolsAfter, task } from './pools.js';
-import { full, getSharingStrategy, setSharingStrategy, zeros, type SharingStrategy, type StartMethod, type Tensor } from '../../src/index.js';
+import { full, getSharingStrategy, setSharingStrategy, zeros, type SharingStrategy, type StartMethod, type Tensor } from 'tensorproc';
 
 stopPoolsAfter();
 checkLeaks();

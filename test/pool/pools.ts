@@ -1,7 +1,7 @@
 // Pools for the tests: every one a test opens is terminated and joined at the end of its
 // file, whatever happened, before the leak check (register with stopPoolsAfter() first).
 import { after } from 'node:test';
-import { Pool, type PoolOptions } from '../../src/index.js';
+import { Pool, type PoolOptions } from 'tensorproc';
 
 const TASKS = new URL('./fixtures/tasks.js', import.meta.url);
 export const task = (name: string) => ({ module: TASKS, export: name });

@@ -4,7 +4,7 @@
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 import { checkLeaks } from '../helpers/leaks.js';
 import { reap } from '../helpers/procs.js';
 

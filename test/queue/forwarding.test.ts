@@ -3,7 +3,7 @@
 // copy cannot be avoided it is announced, once, with a coded warning.
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 import { checkLeaks } from '../helpers/leaks.js';
 import { reap } from '../helpers/procs.js';
 

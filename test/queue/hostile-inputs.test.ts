@@ -5,7 +5,7 @@
 // [Letting the loop turn], event-loop.ts).
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 import { checkLeaks } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 import { checkLeaks } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
 import { startPeer, fixture } from '../helpers/child.js';

@@ -1,6 +1,6 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 import { checkLeaks } from '../helpers/leaks.js';
 import { isCoded, throwsCoded } from '../helpers/errors.js';
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { checkLeaks } from '../helpers/leaks.js';
 import { throwsCoded } from '../helpers/errors.js';
 import { reap } from '../helpers/procs.js';
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 
 checkLeaks();
 
