@@ -24,7 +24,11 @@ const upward = FLOORS.flatMap((floor, k) =>
     severity: 'error',
     from: { path: path([room]) },
     to: {
-      path: path(FLOORS.slice(k).flat().filter((r) => r !== room)),
+      path: path(
+        FLOORS.slice(k)
+          .flat()
+          .filter((r) => r !== room),
+      ),
     },
   })),
 );

@@ -74,6 +74,8 @@ const rows = SIZES.map((size) => {
     }),
   ];
 });
-console.log(`\nallocate + fill + release, median of ${trials} trials, µs per tensor (ratio to the reused plain buffer); header ${HEADER_BYTES} B\n`);
+console.log(
+  `\nallocate + fill + release, median of ${trials} trials, µs per tensor (ratio to the reused plain buffer); header ${HEADER_BYTES} B\n`,
+);
 console.log(markdownTable(['size', ...names], rows));
 mp.emptyCache();

@@ -70,11 +70,12 @@ function fillLimit(): number {
 /** The start-up floor: ms until two Node processes that import tensorproc, started at once, have both exited. */
 async function importFloor(): Promise<number> {
   const entry = import.meta.resolve('tensorproc'); // the package entry, as the workers load it
-  const one = () => new Promise<void>((resolve, reject) => {
-    spawn(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(entry)})`], { stdio: 'inherit' })
-      .on('error', reject)
-      .on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`importing tensorproc exited with ${code}`))));
-  });
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      spawn(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(entry)})`], { stdio: 'inherit' })
+        .on('error', reject)
+        .on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`importing tensorproc exited with ${code}`))));
+    });
   const t0 = performance.now();
   await Promise.all([one(), one()]);
   return performance.now() - t0;
@@ -94,13 +95,35 @@ for (let r = 0; r < runs; r++) {
         if (first < 0) first = performance.now() - t0;
       });
       if (workers === 2 && workMs === 0) firstBatch.push(first);
-      for (const e of [0, 1]) console.log(JSON.stringify({ workload: 'W4', impl: 'tensorproc', workers, work_ms: workMs, epoch: e + 1, run: r, batches_per_s: +t.epochs[e]!.toFixed(1) }));
+      for (const e of [0, 1])
+        console.log(
+          JSON.stringify({
+            workload: 'W4',
+            impl: 'tensorproc',
+            workers,
+            work_ms: workMs,
+            epoch: e + 1,
+            run: r,
+            batches_per_s: +t.epochs[e]!.toFixed(1),
+          }),
+        );
       record('tensorproc', workers, workMs, t.epochs);
     }
   }
   // The same loader with the samples left to the garbage collector (no releaseSamples).
   const gc = await w4Trial(2, 0, undefined, false);
-  for (const e of [0, 1]) console.log(JSON.stringify({ workload: 'W4', impl: 'tensorproc, samples to the collector', workers: 2, work_ms: 0, epoch: e + 1, run: r, batches_per_s: +gc.epochs[e]!.toFixed(1) }));
+  for (const e of [0, 1])
+    console.log(
+      JSON.stringify({
+        workload: 'W4',
+        impl: 'tensorproc, samples to the collector',
+        workers: 2,
+        work_ms: 0,
+        epoch: e + 1,
+        run: r,
+        batches_per_s: +gc.epochs[e]!.toFixed(1),
+      }),
+    );
   record('tensorproc, samples to the collector', 2, 0, gc.epochs);
   fills.push(fillLimit());
   floors.push(await importFloor());
@@ -111,15 +134,23 @@ const med = (impl: string, w: number, workMs: number, e: 0 | 1): number | undefi
   return r ? median(r[e]) : undefined;
 };
 const fmt = (x: number | undefined, d = 0): string => (x === undefined ? '-' : x.toFixed(d));
-const ratio = (a: number | undefined, b: number | undefined): string => (a === undefined || b === undefined ? '-' : `${(a / b).toFixed(2)}x`);
+const ratio = (a: number | undefined, b: number | undefined): string =>
+  a === undefined || b === undefined ? '-' : `${(a / b).toFixed(2)}x`;
 
 console.log(`\nW4, batches/s (median of ${runs}; ratio to torch with as many workers, same run)\n`);
 const rows: string[][] = [];
 for (const impl of ['torch', 'tensorproc', 'tensorproc, samples to the collector']) {
   for (const w of [0, 2]) {
-    const e1 = med(impl, w, 0, 0), e2 = med(impl, w, 0, 1);
+    const e1 = med(impl, w, 0, 0),
+      e2 = med(impl, w, 0, 1);
     if (e1 === undefined) continue;
-    rows.push([impl.startsWith('tensorproc,') ? `tensorproc ${w} workers${impl.slice(10)}` : `${impl} ${w} workers`, fmt(e1), impl === 'torch' ? '' : ratio(e1, med('torch', w, 0, 0)), fmt(e2), impl === 'torch' ? '' : ratio(e2, med('torch', w, 0, 1))]);
+    rows.push([
+      impl.startsWith('tensorproc,') ? `tensorproc ${w} workers${impl.slice(10)}` : `${impl} ${w} workers`,
+      fmt(e1),
+      impl === 'torch' ? '' : ratio(e1, med('torch', w, 0, 0)),
+      fmt(e2),
+      impl === 'torch' ? '' : ratio(e2, med('torch', w, 0, 1)),
+    ]);
   }
 }
 rows.push(['fill limit (1 core, each batch written once)', '', '', fmt(median(fills)), '']);
@@ -132,13 +163,34 @@ for (const impl of ['torch', 'tensorproc']) {
   const heavy = ratio(med(impl, 2, WORK_MS, 1), med(impl, 0, WORK_MS, 1));
   speedRows.push([impl, fmt(med(impl, 0, WORK_MS, 1), 1), fmt(med(impl, 2, WORK_MS, 1), 1), light, heavy]);
 }
-console.log(markdownTable(['loader', `0 workers, ${WORK_MS} ms/sample`, `2 workers, ${WORK_MS} ms/sample`, '2 vs 0 workers, light', `2 vs 0 workers, ${WORK_MS} ms/sample`], speedRows));
+console.log(
+  markdownTable(
+    [
+      'loader',
+      `0 workers, ${WORK_MS} ms/sample`,
+      `2 workers, ${WORK_MS} ms/sample`,
+      '2 vs 0 workers, light',
+      `2 vs 0 workers, ${WORK_MS} ms/sample`,
+    ],
+    speedRows,
+  ),
+);
 // The bars' verdicts, each beside the limit that bounds it on this machine (same run).
-const e1 = med('tensorproc', 2, 0, 0), e2 = med('tensorproc', 2, 0, 1);
-const t1 = med('torch', 2, 0, 0), t2 = med('torch', 2, 0, 1);
+const e1 = med('tensorproc', 2, 0, 0),
+  e2 = med('tensorproc', 2, 0, 1);
+const t1 = med('torch', 2, 0, 0),
+  t2 = med('torch', 2, 0, 1);
 const verdict = (ours: number | undefined, theirs: number | undefined, bar: number): string =>
-  ours === undefined || theirs === undefined ? 'no torch anchor' : `${(ours / theirs).toFixed(2)}x torch, bar ${bar}x: ${ours / theirs >= bar ? 'met' : 'NOT met'}`;
+  ours === undefined || theirs === undefined
+    ? 'no torch anchor'
+    : `${(ours / theirs).toFixed(2)}x torch, bar ${bar}x: ${ours / theirs >= bar ? 'met' : 'NOT met'}`;
 console.log(`\nBars (issue 12), 2 workers, medians of ${runs}:`);
-console.log(`- epoch 2: ${fmt(e2)} batches/s, ${verdict(e2, t2, 4)}; the fill limit: ${fmt(median(fills))} batches/s (one core writing each batch once; a worker writes each sample, then copies it into its row)`);
-console.log(`- epoch 1: ${fmt(e1)} batches/s, ${verdict(e1, t1, 5)}; first batch after ${fmt(median(firstBatch))} ms, of which the floor is ${fmt(median(floors))} ms (two Node processes importing tensorproc at once)`);
-console.log('Goals: 2 workers no slower than 0 on the light dataset (torch: 4x slower), at least 1.8x faster with about 1 ms of work per sample.');
+console.log(
+  `- epoch 2: ${fmt(e2)} batches/s, ${verdict(e2, t2, 4)}; the fill limit: ${fmt(median(fills))} batches/s (one core writing each batch once; a worker writes each sample, then copies it into its row)`,
+);
+console.log(
+  `- epoch 1: ${fmt(e1)} batches/s, ${verdict(e1, t1, 5)}; first batch after ${fmt(median(firstBatch))} ms, of which the floor is ${fmt(median(floors))} ms (two Node processes importing tensorproc at once)`,
+);
+console.log(
+  'Goals: 2 workers no slower than 0 on the light dataset (torch: 4x slower), at least 1.8x faster with about 1 ms of work per sample.',
+);

@@ -79,13 +79,19 @@ const rows = shapes.map(([name, make]) => {
   const tp = median(results.get(`${name}|tensorproc`)!);
   const v8 = median(results.get(`${name}|v8`)!);
   const clone = median(results.get(`${name}|clone`)!);
-  for (const [k, us] of [['tensorproc', tp], ['v8', v8], ['clone', clone]] as const) {
+  for (const [k, us] of [
+    ['tensorproc', tp],
+    ['v8', v8],
+    ['clone', clone],
+  ] as const) {
     console.log(JSON.stringify({ bench: 'messages', shape: name, impl: k, us_per_message: +us.toFixed(3) }));
   }
   // With tensors the columns do different work (tensorproc carries them, the others a null).
   const comparable = withoutTensors(make(0)) !== null && JSON.stringify(withoutTensors(make(0))) === JSON.stringify(make(0));
   return [name, kind, fmtNum(tp, 2), fmtNum(v8, 2), fmtNum(clone, 2), comparable ? `${fmtNum(v8 / tp, 1)}x` : '–'];
 });
-console.log(`\nencode + decode in one process, µs per message (median of ${trials} trials of ${REPS}); tensors are left out of the V8 and structuredClone columns, which cannot carry them\n`);
+console.log(
+  `\nencode + decode in one process, µs per message (median of ${trials} trials of ${REPS}); tensors are left out of the V8 and structuredClone columns, which cannot carry them\n`,
+);
 console.log(markdownTable(['message', 'frame', 'tensorproc', 'v8.serialize + deserialize', 'structuredClone', 'v8 / tensorproc'], rows));
 t.release();

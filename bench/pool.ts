@@ -46,8 +46,16 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: 'tiny, chunksize 1', tasks: COUNTS.tiny, run: (pool, items) => check(pool.map<number>({ ...TASKS, export: 'square' }, items, { chunksize: 1 }), items) },
-  { name: 'tiny, default chunksize', tasks: COUNTS.default, run: (pool, items) => check(pool.map<number>({ ...TASKS, export: 'square' }, items), items) },
+  {
+    name: 'tiny, chunksize 1',
+    tasks: COUNTS.tiny,
+    run: (pool, items) => check(pool.map<number>({ ...TASKS, export: 'square' }, items, { chunksize: 1 }), items),
+  },
+  {
+    name: 'tiny, default chunksize',
+    tasks: COUNTS.default,
+    run: (pool, items) => check(pool.map<number>({ ...TASKS, export: 'square' }, items), items),
+  },
   {
     name: '1 MiB tensor results',
     tasks: COUNTS.tensor,
@@ -161,7 +169,11 @@ function steps(): Step[] {
       return torch ? [torch.path, [anchorPath('torch-pool.py'), String(TRIALS), ...COUNT_ARGS]] : null;
     }),
   );
-  out.push(anchor('piscina', 0.5 + TRIALS / SCALE, () => (findPiscina() ? [process.execPath, [anchorPath('piscina-pool.js'), String(TRIALS), ...COUNT_ARGS]] : null))); // not installed: the runner says so
+  out.push(
+    anchor('piscina', 0.5 + TRIALS / SCALE, () =>
+      findPiscina() ? [process.execPath, [anchorPath('piscina-pool.js'), String(TRIALS), ...COUNT_ARGS]] : null,
+    ),
+  ); // not installed: the runner says so
   out.push({
     label: 'closing the pools',
     weight: 0.2,

@@ -30,7 +30,8 @@ import { benchEnv, printNotMeasured, runWorkload, streamRecord, type Step, type 
 export const SIZES = [1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20];
 const clamp = (x: number, lo: number, hi: number): number => Math.max(lo, Math.min(hi, Math.floor(x)));
 /** YARDSTICK.md's count, the same for every implementation; --quick: 1/32 of its bytes. */
-export const countFor = (size: number, quick: boolean): number => (quick ? clamp(2 ** 25 / size, 10, 2000) : clamp(2 ** 30 / size, 40, 50_000));
+export const countFor = (size: number, quick: boolean): number =>
+  quick ? clamp(2 ** 25 / size, 10, 2000) : clamp(2 ** 30 / size, 40, 50_000);
 /** As torch-queue.py: a bounded queue, so a fast producer waits instead of running ahead. */
 const MAXSIZE = 64;
 /** The limit a bare message sets matters where the fill is cheaper than a message. */
@@ -42,7 +43,10 @@ async function runTensorproc(strategy: mp.SharingStrategy, size: number, count: 
   const q = new mp.Queue<mp.Tensor>({ maxsize: MAXSIZE });
   const out = new mp.Queue<{ dt: number }>();
   try {
-    const ctx = await mp.spawn({ module: new URL('./lib/w1-role.js', import.meta.url), export: 'role' }, { args: [q, out, size, count, strategy], nprocs: 2, join: false });
+    const ctx = await mp.spawn(
+      { module: new URL('./lib/w1-role.js', import.meta.url), export: 'role' },
+      { args: [q, out, size, count, strategy], nprocs: 2, join: false },
+    );
     // A child that fails ends the wait with its error instead of leaving it hanging.
     const failed = (async () => {
       while (!(await ctx.join()));
@@ -174,14 +178,19 @@ export function steps(quick: boolean): Step[] {
   const { torch, any: python } = findPythons();
   const sizes = sizesToRun();
   // torch's absence the runner reports for every workload; this one is W1's own.
-  if (!python) printNotMeasured('W1', 'message limit', 'it runs bench/anchors/message-limit.py, and no python3 is on PATH (nor /usr/bin/python3)');
+  if (!python)
+    printNotMeasured('W1', 'message limit', 'it runs bench/anchors/message-limit.py, and no python3 is on PATH (nor /usr/bin/python3)');
   const out: Step[] = [];
   sizes.forEach((size) => {
     const i = SIZES.indexOf(size);
     const count = countFor(size, quick);
     const at = fmtBytes(size);
     for (const s of STRATEGIES) {
-      out.push({ label: `tensorproc ${s} ${at}`, weight: weight('tensorproc', i, count, 0.3), run: async () => [await runTensorproc(s, size, count)] });
+      out.push({
+        label: `tensorproc ${s} ${at}`,
+        weight: weight('tensorproc', i, count, 0.3),
+        run: async () => [await runTensorproc(s, size, count)],
+      });
     }
     if (torch && !quick) {
       for (const s of STRATEGIES) {
@@ -191,13 +200,22 @@ export function steps(quick: boolean): Step[] {
     }
     for (const kind of ['fork', 'worker-copy', 'worker-transfer']) {
       const impl = `node ${kind}`;
-      out.push({ label: `${impl} ${at}`, weight: weight(impl, i, count, 0.1), run: () => anchor(process.execPath, [anchorPath('node-ipc.js'), kind, String(size), String(count)], impl, size, count) });
+      out.push({
+        label: `${impl} ${at}`,
+        weight: weight(impl, i, count, 0.1),
+        run: () => anchor(process.execPath, [anchorPath('node-ipc.js'), kind, String(size), String(count)], impl, size, count),
+      });
     }
     // The limit is measured with the yardstick's count even by --quick: in one process, and
     // cheap (a twentieth of a second a size), it needs that many to be warm.
     const fillCount = countFor(size, false);
     out.push({ label: `fill limit ${at}`, weight: weight('fill', i, 2 * fillCount, 0), run: () => [fillLimit(size, fillCount)] });
-    if (size >= FILL_JUDGED_MIN) out.push({ label: `uncached fill limit ${at}`, weight: weight('fill', i, 2 * fillCount, 0.3), run: () => [uncachedFillLimit(size, fillCount)] });
+    if (size >= FILL_JUDGED_MIN)
+      out.push({
+        label: `uncached fill limit ${at}`,
+        weight: weight('fill', i, 2 * fillCount, 0.3),
+        run: () => [uncachedFillLimit(size, fillCount)],
+      });
     if (python && size <= MESSAGE_LIMIT_MAX) {
       for (const s of STRATEGIES) {
         const impl = `message limit ${s}`;
@@ -214,14 +232,22 @@ export function steps(quick: boolean): Step[] {
   });
   // --quick: one pair of torch processes serves every size of both strategies (torch-queue.py).
   if (torch && quick) {
-    const w = STRATEGIES.reduce((sum, s) => sum + sizes.reduce((t, size) => t + weight(`torch ${s}`, SIZES.indexOf(size), countFor(size, quick), 0), 0), 5);
+    const w = STRATEGIES.reduce(
+      (sum, s) => sum + sizes.reduce((t, size) => t + weight(`torch ${s}`, SIZES.indexOf(size), countFor(size, quick), 0), 0),
+      5,
+    );
     out.push({ label: 'torch, every size of both strategies', weight: w, run: () => torchRun(torch.path, STRATEGIES, sizes, quick) });
   }
   return out;
 }
 
 async function torchRun(python: string, strategies: readonly string[], sizes: number[], quick: boolean): Promise<StepRecord[]> {
-  const args = [anchorPath('torch-queue.py'), strategies.join(','), ...(quick ? ['--one-pair'] : []), ...sizes.map((size) => `${size}:${countFor(size, quick)}`)];
+  const args = [
+    anchorPath('torch-queue.py'),
+    strategies.join(','),
+    ...(quick ? ['--one-pair'] : []),
+    ...sizes.map((size) => `${size}:${countFor(size, quick)}`),
+  ];
   const rows = await runJsonLines(python, args);
   return rows.map((r) => streamRecord(String(r.impl), Number(r.bytes), Number(r.count), Number(r.seconds), fmtBytes(Number(r.bytes))));
 }

@@ -19,7 +19,7 @@ import { report } from './lib/report.js';
  * the processes' start and the JIT's warm-up weigh on its verdicts more than on the judged run.
  */
 const QUICK_VERDICTS =
-  'These are --quick counts (W1: a 32nd of the yardstick\'s bytes; W3: a tenth of its tasks; fewer trials): a smoke run, where the processes\' start and the JIT\'s warm-up weigh more than in the runs the bars are set for. For verdicts, run `tensorproc bench` (add `--only W1` for one workload).';
+  "These are --quick counts (W1: a 32nd of the yardstick's bytes; W3: a tenth of its tasks; fewer trials): a smoke run, where the processes' start and the JIT's warm-up weigh more than in the runs the bars are set for. For verdicts, run `tensorproc bench` (add `--only W1` for one workload).";
 
 export interface Workload {
   id: string;
@@ -61,7 +61,11 @@ export function chooseWorkloads(only: string[] | null, workloads: Workload[] = W
   const wanted = only.map((s) => s.trim()).filter(Boolean);
   const known = (id: string): boolean => workloads.some((w) => w.id.toLowerCase() === id.toLowerCase());
   const unknown = wanted.filter((id) => !known(id));
-  if (unknown.length) throw new UnknownWorkloadError(unknown, workloads.map((w) => w.id));
+  if (unknown.length)
+    throw new UnknownWorkloadError(
+      unknown,
+      workloads.map((w) => w.id),
+    );
   return workloads.filter((w) => wanted.some((id) => id.toLowerCase() === w.id.toLowerCase()));
 }
 
@@ -73,9 +77,23 @@ interface Outcome {
 }
 
 /** Runs one workload's program, handing each line it prints to `onRecord` / `onAbsent` / `onProgress`. */
-async function runProgram(w: Workload, file: string, options: BenchOptions, env: Record<string, string>, onRecord: (r: BenchRecord) => void, onAbsent: (a: NotMeasured) => void, onProgress: (p: Progress) => void): Promise<Outcome> {
+async function runProgram(
+  w: Workload,
+  file: string,
+  options: BenchOptions,
+  env: Record<string, string>,
+  onRecord: (r: BenchRecord) => void,
+  onAbsent: (a: NotMeasured) => void,
+  onProgress: (p: Progress) => void,
+): Promise<Outcome> {
   const records: BenchRecord[] = [];
-  const childEnv = { ...process.env, ...env, TENSORPROC_BENCH: 'records', TENSORPROC_BENCH_QUICK: options.quick ? '1' : '0', TENSORPROC_BENCH_RUNS: String(options.runs) };
+  const childEnv = {
+    ...process.env,
+    ...env,
+    TENSORPROC_BENCH: 'records',
+    TENSORPROC_BENCH_QUICK: options.quick ? '1' : '0',
+    TENSORPROC_BENCH_RUNS: String(options.runs),
+  };
   try {
     await runLines(process.execPath, ['--expose-gc', file], childEnv, (line) => {
       const { record, progress, absent } = parseLine(line, w.id);
@@ -121,13 +139,32 @@ export async function runBench(options: BenchOptions, workloads: Workload[] = WO
   };
   for (const w of missing) notMeasured({ workload: w.id, not_measured: `bench/${w.program.replace(/\.js$/, '.ts')} is not in this build` });
   if (!env.TENSORPROC_BENCH_TORCH) {
-    for (const w of runnable.filter((x) => x.torch)) notMeasured({ workload: w.id, impl: 'torch', not_measured: 'no python3 on PATH (nor /usr/bin/python3) imports torch (Debian: apt-get install python3-torch)' });
+    for (const w of runnable.filter((x) => x.torch))
+      notMeasured({
+        workload: w.id,
+        impl: 'torch',
+        not_measured: 'no python3 on PATH (nor /usr/bin/python3) imports torch (Debian: apt-get install python3-torch)',
+      });
   }
   if (!env.TENSORPROC_BENCH_PISCINA) {
-    for (const w of runnable.filter((x) => x.piscina)) notMeasured({ workload: w.id, impl: 'piscina', not_measured: 'piscina is not installed (npm install piscina@5 beside tensorproc)' });
+    for (const w of runnable.filter((x) => x.piscina))
+      notMeasured({ workload: w.id, impl: 'piscina', not_measured: 'piscina is not installed (npm install piscina@5 beside tensorproc)' });
   }
   for (const a of absent) say(absentLine(a));
-  const bar = !options.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: ' {bar} {percentage}% | about {eta_formatted} left | {step}', stream: process.stderr, hideCursor: true, clearOnComplete: true, etaBuffer: 40, fps: 4 }, cliProgress.Presets.shades_classic) : null;
+  const bar =
+    !options.json && process.stderr.isTTY
+      ? new cliProgress.SingleBar(
+          {
+            format: ' {bar} {percentage}% | about {eta_formatted} left | {step}',
+            stream: process.stderr,
+            hideCursor: true,
+            clearOnComplete: true,
+            etaBuffer: 40,
+            fps: 4,
+          },
+          cliProgress.Presets.shades_classic,
+        )
+      : null;
   bar?.start(total, 0, { step: 'starting' });
   const all: BenchRecord[] = [];
   const failures: string[] = [];
@@ -159,11 +196,24 @@ export async function runBench(options: BenchOptions, workloads: Workload[] = WO
   if (!options.json) {
     const lines = [report(all)];
     if (options.quick) lines.push(QUICK_VERDICTS);
-    if (absent.length) lines.push(['Not measured in this run:', ...absent.map((a) => `- ${a.workload}${a.impl ? ` ${a.impl}` : ` (${workloads.find((w) => w.id === a.workload)?.title ?? 'the whole workload'})`}: ${a.not_measured}`)].join('\n'));
+    if (absent.length)
+      lines.push(
+        [
+          'Not measured in this run:',
+          ...absent.map(
+            (a) =>
+              `- ${a.workload}${a.impl ? ` ${a.impl}` : ` (${workloads.find((w) => w.id === a.workload)?.title ?? 'the whole workload'})`}: ${a.not_measured}`,
+          ),
+        ].join('\n'),
+      );
     console.log(`\n${lines.join('\n\n')}\n`);
   }
   if (options.plot !== null) {
-    const series = await writePlot(all, options.plot, `W1 on ${process.platform}-${process.arch}, Node ${process.version}${env.TENSORPROC_BENCH_TORCH ? `, torch ${env.TENSORPROC_BENCH_TORCH}` : ''}${options.quick ? ' (--quick)' : ''}`);
+    const series = await writePlot(
+      all,
+      options.plot,
+      `W1 on ${process.platform}-${process.arch}, Node ${process.version}${env.TENSORPROC_BENCH_TORCH ? `, torch ${env.TENSORPROC_BENCH_TORCH}` : ''}${options.quick ? ' (--quick)' : ''}`,
+    );
     say(`plot: ${options.plot} (${series} implementations)`);
   }
   for (const f of failures) process.stderr.write(`${f}\n`);

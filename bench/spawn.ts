@@ -49,10 +49,19 @@ const drivers: Record<string, Driver> = {
   'tensorproc spawn': (n) => spawn({ module: targetModule }, { nprocs: n }),
   'tensorproc thread': (n) => startProcesses({ module: targetModule }, { nprocs: n, startMethod: 'thread' }),
   'child_process.fork': (n) =>
-    Promise.all(Array.from({ length: n }, () => new Promise<void>((resolve) => fork(bareModule).once('exit', () => resolve())))).then(() => {}),
+    Promise.all(Array.from({ length: n }, () => new Promise<void>((resolve) => fork(bareModule).once('exit', () => resolve())))).then(
+      () => {},
+    ),
 };
 
-const w2 = (impl: string, n: number, seconds: number): StepRecord => ({ impl, case: `N=${n}`, count: n, value: +seconds.toFixed(4), unit: 's', better: 'lower' });
+const w2 = (impl: string, n: number, seconds: number): StepRecord => ({
+  impl,
+  case: `N=${n}`,
+  count: n,
+  value: +seconds.toFixed(4),
+  unit: 's',
+  better: 'lower',
+});
 
 async function timed(name: string, n: number): Promise<StepRecord> {
   const t0 = performance.now();
@@ -92,7 +101,9 @@ function steps(): Step[] {
     },
   });
   for (let t = 0; t < TRIALS; t++) {
-    for (const n of NS) for (const name of Object.keys(drivers)) out.push({ label: `${name} N=${n}`, weight: 0.05 * n, run: async () => [await timed(name, n)] });
+    for (const n of NS)
+      for (const name of Object.keys(drivers))
+        out.push({ label: `${name} N=${n}`, weight: 0.05 * n, run: async () => [await timed(name, n)] });
   }
   if (torch) {
     out.push({

@@ -23,7 +23,14 @@ const IMPL = 'tensorproc';
 const ANCHOR = 'python multiprocessing';
 
 /** Child of the contended case: `n` increments under `lock`, its end time in ends[i] (ns). */
-export async function count(i: number, lock: mp.Lock, counter: mp.SharedValue, start: mp.Barrier, ends: mp.SharedArray, n: number): Promise<void> {
+export async function count(
+  i: number,
+  lock: mp.Lock,
+  counter: mp.SharedValue,
+  start: mp.Barrier,
+  ends: mp.SharedArray,
+  n: number,
+): Promise<void> {
   await start.wait();
   for (let k = 0; k < n; k++) {
     lock.acquireSync();
@@ -66,7 +73,14 @@ async function nsPerOpAsync(body: (k: number) => Promise<void>, n: number): Prom
   return Math.min(...times);
 }
 
-const ns = (c: string, value: number, count: number): StepRecord => ({ impl: IMPL, case: c, value: +value.toFixed(1), unit: 'ns', better: 'lower', count });
+const ns = (c: string, value: number, count: number): StepRecord => ({
+  impl: IMPL,
+  case: c,
+  value: +value.toFixed(1),
+  unit: 'ns',
+  better: 'lower',
+  count,
+});
 
 async function uncontended(n: number): Promise<StepRecord[]> {
   const lock = new mp.Lock();
@@ -74,44 +88,68 @@ async function uncontended(n: number): Promise<StepRecord[]> {
   const sem = new mp.Semaphore(1);
   const word = new Int32Array(new SharedArrayBuffer(64));
   const out = [
-    ns('Lock acquire+release', nsPerOp((k) => {
-      for (let j = 0; j < k; j++) {
-        lock.acquireSync();
-        lock.release();
-      }
-    }, n), n),
-    ns('Lock scope (with / using holdSync)', nsPerOp((k) => {
-      for (let j = 0; j < k; j++) {
-        using _held = lock.holdSync();
-      }
-    }, n), n),
-    ns('RLock acquire+release', nsPerOp((k) => {
-      for (let j = 0; j < k; j++) {
-        rlock.acquireSync();
-        rlock.release();
-      }
-    }, n), n),
-    ns('Semaphore acquire+release', nsPerOp((k) => {
-      for (let j = 0; j < k; j++) {
-        sem.acquireSync();
-        sem.release();
-      }
-    }, n), n),
+    ns(
+      'Lock acquire+release',
+      nsPerOp((k) => {
+        for (let j = 0; j < k; j++) {
+          lock.acquireSync();
+          lock.release();
+        }
+      }, n),
+      n,
+    ),
+    ns(
+      'Lock scope (with / using holdSync)',
+      nsPerOp((k) => {
+        for (let j = 0; j < k; j++) {
+          using _held = lock.holdSync();
+        }
+      }, n),
+      n,
+    ),
+    ns(
+      'RLock acquire+release',
+      nsPerOp((k) => {
+        for (let j = 0; j < k; j++) {
+          rlock.acquireSync();
+          rlock.release();
+        }
+      }, n),
+      n,
+    ),
+    ns(
+      'Semaphore acquire+release',
+      nsPerOp((k) => {
+        for (let j = 0; j < k; j++) {
+          sem.acquireSync();
+          sem.release();
+        }
+      }, n),
+      n,
+    ),
     // The limit (ours only): the two atomic read-modify-writes any lock shared across
     // processes needs (take, then free with a check for sleepers), with nothing around them.
     // NOTE [Lock word protocol] does exactly these on the uncontended path.
-    ns('limit: compareExchange+exchange on a shared word', nsPerOp((k) => {
-      for (let j = 0; j < k; j++) {
-        if (Atomics.compareExchange(word, 0, 0, 1) !== 0) throw new Error('the bare word was taken');
-        if (Atomics.exchange(word, 0, 0) < 0) throw new Error('the bare word had sleepers');
-      }
-    }, n), n),
-    ns('Lock await acquire()+release', await nsPerOpAsync(async (k) => {
-      for (let j = 0; j < k; j++) {
-        await lock.acquire();
-        lock.release();
-      }
-    }, n), n),
+    ns(
+      'limit: compareExchange+exchange on a shared word',
+      nsPerOp((k) => {
+        for (let j = 0; j < k; j++) {
+          if (Atomics.compareExchange(word, 0, 0, 1) !== 0) throw new Error('the bare word was taken');
+          if (Atomics.exchange(word, 0, 0) < 0) throw new Error('the bare word had sleepers');
+        }
+      }, n),
+      n,
+    ),
+    ns(
+      'Lock await acquire()+release',
+      await nsPerOpAsync(async (k) => {
+        for (let j = 0; j < k; j++) {
+          await lock.acquire();
+          lock.release();
+        }
+      }, n),
+      n,
+    ),
   ];
   return out;
 }
@@ -121,14 +159,24 @@ async function contended(n: number): Promise<StepRecord> {
   const counter = mp.Value('i', 0, { lock: false });
   const ends = mp.Array('q', 2, { lock: false });
   const start = new mp.Barrier(3);
-  const ctx = mp.startProcesses({ module: import.meta.url, export: 'count' }, { args: [lock, counter, start, ends, n], nprocs: 2, join: false });
+  const ctx = mp.startProcesses(
+    { module: import.meta.url, export: 'count' },
+    { args: [lock, counter, start, ends, n], nprocs: 2, join: false },
+  );
   await start.wait();
   const t0 = process.hrtime.bigint();
   await ctx.join();
   if (counter.value !== 2 * n) throw new Error(`the counter ended at ${String(counter.value)}, not ${2 * n}`);
   const end = [ends.get(0), ends.get(1)].reduce((a, b) => ((b as bigint) > (a as bigint) ? b : a)) as bigint;
   const seconds = Number(end - t0) / 1e9;
-  return { impl: IMPL, case: 'contended counter, 2 processes', value: Math.round((2 * n) / seconds), unit: 'ops/s', better: 'higher', count: 2 * n };
+  return {
+    impl: IMPL,
+    case: 'contended counter, 2 processes',
+    value: Math.round((2 * n) / seconds),
+    unit: 'ops/s',
+    better: 'higher',
+    count: 2 * n,
+  };
 }
 
 function steps(quick: boolean): Step[] {
@@ -138,7 +186,14 @@ function steps(quick: boolean): Step[] {
   const anchor = (mode: string, n: number) => async (): Promise<StepRecord[]> => {
     if (python === null) return [];
     const rows = await runJsonLines(python.path, [anchorPath('python-lock.py'), mode, String(n)]);
-    return rows.map((r) => ({ impl: ANCHOR, case: String(r.case), value: +Number(r.value).toFixed(1), unit: String(r.unit), better: r.better === 'higher' ? 'higher' : 'lower', count: Number(r.count) }));
+    return rows.map((r) => ({
+      impl: ANCHOR,
+      case: String(r.case),
+      value: +Number(r.value).toFixed(1),
+      unit: String(r.unit),
+      better: r.better === 'higher' ? 'higher' : 'lower',
+      count: Number(r.count),
+    }));
   };
   return [
     { label: 'tensorproc uncontended', weight: quick ? 0.3 : 2, run: () => uncontended(UNCONTENDED) },

@@ -8,7 +8,12 @@ for (const strategy of mp.getAllSharingStrategies()) {
   mp.setSharingStrategy(strategy);
   // Born in shared memory: sending it costs a handle, whatever its size.
   const t = mp.zeros([2, 3], { shared: true });
-  t.copy(mp.tensor([[1, 2, 3], [4, 5, 6]]));
+  t.copy(
+    mp.tensor([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]),
+  );
   const before = JSON.stringify(t.toArray());
   // The child receives a view of the same memory and multiplies it in place by 10.
   await mp.spawn(worker, { args: [t, 10] });

@@ -32,7 +32,8 @@ export function configFrom(argv: readonly string[]): Config {
   // As argparse.REMAINDER: from the first word that is not an option (or its value), the
   // rest are KEY VALUE overrides, values like -1 included.
   let split = 0;
-  while (split < argv.length && argv[split]!.startsWith('-')) split += argv[split]!.includes('=') || /^(-h|--help)$/.test(argv[split]!) ? 1 : 2;
+  while (split < argv.length && argv[split]!.startsWith('-'))
+    split += argv[split]!.includes('=') || /^(-h|--help)$/.test(argv[split]!) ? 1 : 2;
   let parsed;
   try {
     parsed = parseArgs({
@@ -76,7 +77,9 @@ export async function run(cfg: Config, log: (line: string) => void = console.log
   await using loader = new mp.DataLoader<Batch>(dataset, { batchSize: cfg.TEST.BATCH_SIZE, numWorkers: cfg.WORKERS });
   await loader.ready();
   const total = loader.dataset.length as number;
-  const bar = cfg.TEST.LOG_PROGRESS ? progress('evaluating |{bar}| {value}/{total} images  {rate} img/s  eta {eta_formatted}', total, { rate: '-' }) : null;
+  const bar = cfg.TEST.LOG_PROGRESS
+    ? progress('evaluating |{bar}| {value}/{total} images  {rate} img/s  eta {eta_formatted}', total, { rate: '-' })
+    : null;
   const say = (line: string): void => (bar ? bar.log(line) : log(line));
   const joints = cfg.MODEL.NUM_JOINTS;
   const side = cfg.DATASET.INPUT_SIZE / STRIDE;
@@ -91,7 +94,12 @@ export async function run(cfg: Config, log: (line: string) => void = console.log
       const i = batch.index.get(k) as number;
       const heat = multiScaleHeatmaps(batch.image.select(0, k).data as Float32Array, cfg);
       const { preds, score } = findPeaks(heat, joints, side);
-      results.push({ preds, score, truth: batch.keypoints.select(0, k).contiguous().data.slice() as Float32Array, area: batch.area.get(k) as number });
+      results.push({
+        preds,
+        score,
+        truth: batch.keypoints.select(0, k).contiguous().data.slice() as Float32Array,
+        area: batch.area.get(k) as number,
+      });
       if (i % cfg.PRINT_FREQ === 0) say(`finish images: ${i}`);
       bar?.increment({ rate: (results.length / ((performance.now() - t0) / 1000)).toFixed(0) });
     }
@@ -102,7 +110,9 @@ export async function run(cfg: Config, log: (line: string) => void = console.log
   const nameValue = evaluate(results, joints, cfg.DATASET.OKS_SIGMA);
   const table = formatNameValue(nameValue, cfg.MODEL.NAME);
   for (const line of table) log(line);
-  log(`=> ${results.length} images in ${seconds.toFixed(2)} s with ${cfg.WORKERS} loader workers; the model waited ${(waited / 1000).toFixed(2)} s for batches`);
+  log(
+    `=> ${results.length} images in ${seconds.toFixed(2)} s with ${cfg.WORKERS} loader workers; the model waited ${(waited / 1000).toFixed(2)} s for batches`,
+  );
   return { nameValue, table, images: results.length, seconds, waitSeconds: waited / 1000 };
 }
 

@@ -85,7 +85,10 @@ async function main(processes: number, json: boolean): Promise<void> {
   for (const p of children) await p.join();
   const report = { processes, exitCodes: children.map((p) => p.exitCode), before, after: accuracy(weight, bias) };
   if (json) console.log(JSON.stringify(report));
-  else console.log(`${processes} processes trained the shared model: accuracy ${(100 * before).toFixed(1)}% before, ${(100 * report.after).toFixed(1)}% after (exit codes ${report.exitCodes.join(', ')})`);
+  else
+    console.log(
+      `${processes} processes trained the shared model: accuracy ${(100 * before).toFixed(1)}% before, ${(100 * report.after).toFixed(1)}% after (exit codes ${report.exitCodes.join(', ')})`,
+    );
   if (report.exitCodes.some((c) => c !== 0)) process.exitCode = 1;
 }
 

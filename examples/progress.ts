@@ -17,7 +17,7 @@ export function progress(format: string, total: number, payload: Record<string, 
   const bar = bars.create(total, 0, payload);
   return {
     increment: (payload) => bar.increment(1, payload ?? {}),
-    log: (line) => bars.log(line + '\n'),
+    log: (line) => bars.log(`${line}\n`),
     stop: () => bars.stop(),
   };
 }

@@ -55,7 +55,8 @@ async function main(json: boolean): Promise<void> {
     const expected = worker({ k, matrix, vector, out: mp.zeros([4, N]) }).sum;
     let got = 0;
     for (const v of out.select(0, k - 1).data as Float32Array) got += v;
-    if (Math.abs(got - expected) > 1e-3 * Math.abs(expected) || Math.abs(results[k - 1]!.sum - expected) > 1e-3 * Math.abs(expected)) mismatches.push(k);
+    if (Math.abs(got - expected) > 1e-3 * Math.abs(expected) || Math.abs(results[k - 1]!.sum - expected) > 1e-3 * Math.abs(expected))
+      mismatches.push(k);
   }
   const report = { strategy: mp.getSharingStrategy(), processes: pool.processes, results, mismatches };
   if (json) {
@@ -63,7 +64,11 @@ async function main(json: boolean): Promise<void> {
   } else {
     console.log(`sharing strategy: ${report.strategy}, ${report.processes} processes`);
     for (const r of results) console.log(`  data ${r.k}: worker pid ${r.pid}, row sum ${r.sum.toFixed(3)}`);
-    console.log(mismatches.length === 0 ? 'every row written by the workers in shared memory matches' : `rows that do not match: ${mismatches.join(', ')}`);
+    console.log(
+      mismatches.length === 0
+        ? 'every row written by the workers in shared memory matches'
+        : `rows that do not match: ${mismatches.join(', ')}`,
+    );
   }
   for (const t of [matrix, vector, out]) t.release();
 }

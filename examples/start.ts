@@ -18,7 +18,9 @@ const cfgFile = fileURLToPath(new URL('../../examples/configs/keypoints.yaml', i
 console.log(`## 1. The seed's evaluation program: node dist/examples/evaluate.js --cfg examples/configs/keypoints.yaml\n`);
 await run(configFrom(['--cfg', cfgFile]));
 
-console.log(`\n## 2. W4: the DataLoader, ${W4.batches} batches of ${W4.batchSize} 3x224x224 float32 images, 0 and 2 workers (median of ${RUNS})\n`);
+console.log(
+  `\n## 2. W4: the DataLoader, ${W4.batches} batches of ${W4.batchSize} 3x224x224 float32 images, 0 and 2 workers (median of ${RUNS})\n`,
+);
 const bar = progress('W4 |{bar}| {value}/{total} batches  {what}', RUNS * WORKER_COUNTS.length * 2 * W4.batches, { what: '' });
 const trials: W4Trial[] = [];
 for (let r = 0; r < RUNS; r++) {
@@ -29,8 +31,18 @@ for (let r = 0; r < RUNS; r++) {
 bar.stop();
 const med = (workers: number, epoch: 0 | 1): number => median(trials.filter((t) => t.workers === workers).map((t) => t.epochs[epoch]));
 const rows = WORKER_COUNTS.map((workers) => [`tensorproc, ${workers} workers`, med(workers, 0).toFixed(0), med(workers, 1).toFixed(0)]);
-rows.push(...WORKER_COUNTS.map((workers) => [`torch 1.13, ${workers} workers (YARDSTICK.md)`, String(TORCH[workers]![0]), String(TORCH[workers]![1])]));
-console.log('\n' + markdownTable(['DataLoader', 'epoch 1 (with start-up), batches/s', 'epoch 2, batches/s'], rows));
+rows.push(
+  ...WORKER_COUNTS.map((workers) => [
+    `torch 1.13, ${workers} workers (YARDSTICK.md)`,
+    String(TORCH[workers]![0]),
+    String(TORCH[workers]![1]),
+  ]),
+);
+console.log(`\n${markdownTable(['DataLoader', 'epoch 1 (with start-up), batches/s', 'epoch 2, batches/s'], rows)}`);
 const speedup = med(2, 1) / med(0, 1);
-console.log(`\n2 workers against 0, epoch 2: ${speedup.toFixed(2)}x here; torch's: ${(TORCH[2]![1] / TORCH[0]![1]).toFixed(2)}x (its workers copy every batch into a new shared segment).`);
-console.log('torch\'s figures are from a quiet machine; for a comparison in one run, with the torch anchor measured beside: node dist/bench/data.js');
+console.log(
+  `\n2 workers against 0, epoch 2: ${speedup.toFixed(2)}x here; torch's: ${(TORCH[2]![1] / TORCH[0]![1]).toFixed(2)}x (its workers copy every batch into a new shared segment).`,
+);
+console.log(
+  "torch's figures are from a quiet machine; for a comparison in one run, with the torch anchor measured beside: node dist/bench/data.js",
+);

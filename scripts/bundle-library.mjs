@@ -143,7 +143,7 @@ for (const p of KEPT) {
   if (existsSync(join(src, `${p}.map`))) copyFileSync(join(src, `${p}.map`), join(out, `${p}.map`));
 }
 const HELD = "globalThis[Symbol.for('tensorproc.bundle')]";
-const up = (rel) => '../'.repeat(rel.split('/').length - 1) + 'index.js';
+const up = (rel) => `${'../'.repeat(rel.split('/').length - 1)}index.js`;
 
 // The programs (src/programs/: every file Node starts by path), each served under dist/bundle
 // by its kind. A program missing here fails the build: a new one must say how it is served.
@@ -190,17 +190,26 @@ for (const file of readdirSync(join(src, 'programs')).filter((f) => f.endsWith('
       write(rel, `import '${up(rel)}';\nexport const { main } = ${HELD}.programs['${name}'];\n`);
       break;
     case 'held-run':
-      write(rel, `import { fileURLToPath } from 'node:url';\nimport '${up(rel)}';\nawait ${HELD}.programs['${name}'].run(fileURLToPath(import.meta.url));\n`);
+      write(
+        rel,
+        `import { fileURLToPath } from 'node:url';\nimport '${up(rel)}';\nawait ${HELD}.programs['${name}'].run(fileURLToPath(import.meta.url));\n`,
+      );
       break;
     default:
-      throw new Error(`src/${rel.replace(/\.js$/, '.ts')}: a program the bundle does not know how to serve; give it a kind in PROGRAMS (scripts/bundle-library.mjs)`);
+      throw new Error(
+        `src/${rel.replace(/\.js$/, '.ts')}: a program the bundle does not know how to serve; give it a kind in PROGRAMS (scripts/bundle-library.mjs)`,
+      );
   }
 }
 
 // What the process bootstrap imports on some paths: the same modules, from the bundle. Their
 // export names come from esbuild's metafile, for a bundle of each that is never written: the
 // build runs none of the library (importing them would open the native addon).
-const STUBBED = [['transport/index.js', 'transport'], ['process/error-payload.js', 'errorPayload'], ['native/fds.js', 'fds']];
+const STUBBED = [
+  ['transport/index.js', 'transport'],
+  ['process/error-payload.js', 'errorPayload'],
+  ['native/fds.js', 'fds'],
+];
 const probe = await esbuild.build({
   entryPoints: STUBBED.map(([rel]) => join(src, rel)),
   outdir: join(out, 'probe'),

@@ -24,7 +24,8 @@ export const ENV = {
   },
   TENSORPROC_KEEP_FDS: {
     default: null,
-    meaning: 'Descriptors of received file_descriptor segments kept open for passing them on (default: half the open-file limit, at least 16).',
+    meaning:
+      'Descriptors of received file_descriptor segments kept open for passing them on (default: half the open-file limit, at least 16).',
   },
   TENSORPROC_PACK_BYTES: {
     default: 512,
@@ -36,11 +37,12 @@ export const ENV = {
   },
   TENSORPROC_SEGMENT_WAIT_MS: {
     default: null,
-    meaning: 'How long an allocation waits for a busy segment of its size before making a new one (default: what a new one costs, measured).',
+    meaning:
+      'How long an allocation waits for a busy segment of its size before making a new one (default: what a new one costs, measured).',
   },
   TENSORPROC_STREAM_FILL_BYTES: {
     default: null,
-    meaning: "fill() uses streaming stores from this size on (default: a quarter of the last-level cache, at most 16 MiB).",
+    meaning: 'fill() uses streaming stores from this size on (default: a quarter of the last-level cache, at most 16 MiB).',
   },
   TENSORPROC_SPIN_US: {
     default: 200,
@@ -64,7 +66,8 @@ export const ENV = {
   },
   TENSORPROC_MANAGER_LOG: {
     default: null,
-    meaning: 'A file the manager appends what it removes, and why, to (default: manager.log in its directory under NODE_DEBUG=tensorproc, else none).',
+    meaning:
+      'A file the manager appends what it removes, and why, to (default: manager.log in its directory under NODE_DEBUG=tensorproc, else none).',
   },
   TENSORPROC_ADDON: {
     default: null,

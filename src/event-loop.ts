@@ -38,9 +38,11 @@ export function loopTurner(): () => Promise<void> | void {
   let last = performance.now();
   return () => {
     if (performance.now() - last < TURN_MS) return;
-    return new Promise<void>((resolve) => setImmediate(() => {
-      last = performance.now();
-      resolve();
-    }));
+    return new Promise<void>((resolve) =>
+      setImmediate(() => {
+        last = performance.now();
+        resolve();
+      }),
+    );
   };
 }

@@ -28,9 +28,14 @@ const LONG = ['/cli/bench.test.js'];
 const long = chosen.filter((f) => LONG.some((s) => f.endsWith(s)));
 const rest = chosen.filter((f) => !long.includes(f));
 let status = 0;
-for (const [group, ms] of [[rest, 180_000], [long, 600_000]]) {
+for (const [group, ms] of [
+  [rest, 180_000],
+  [long, 600_000],
+]) {
   if (group.length === 0) continue;
-  const r = spawnSync(process.execPath, ['--expose-gc', '--test', '--test-concurrency=1', `--test-timeout=${ms}`, ...group], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--expose-gc', '--test', '--test-concurrency=1', `--test-timeout=${ms}`, ...group], {
+    stdio: 'inherit',
+  });
   if (r.status !== 0) status = r.status ?? 1;
 }
 process.exit(status);

@@ -31,7 +31,8 @@ function emit(impl: string, caseName: string, tasks: number, ms: number): void {
 
 async function main(): Promise<void> {
   const trials = Number(process.argv[2] ?? 1);
-  const [tiny, n, tensors] = process.argv.length > 5 ? process.argv.slice(3, 6).map(Number) as [number, number, number] : [20_000, 200_000, 500];
+  const [tiny, n, tensors] =
+    process.argv.length > 5 ? (process.argv.slice(3, 6).map(Number) as [number, number, number]) : [20_000, 200_000, 500];
   const impl = 'piscina (threads)';
   const pool = new Piscina({ filename: fileURLToPath(import.meta.url), minThreads: 2, maxThreads: 2 });
   const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
@@ -48,7 +49,9 @@ async function main(): Promise<void> {
       const size = Math.ceil(n / 8);
       const items = range(n);
       const t0 = performance.now();
-      const chunks = await Promise.all(range(Math.ceil(n / size)).map((c) => pool.run(items.slice(c * size, (c + 1) * size), { name: 'squareChunk' })));
+      const chunks = await Promise.all(
+        range(Math.ceil(n / size)).map((c) => pool.run(items.slice(c * size, (c + 1) * size), { name: 'squareChunk' })),
+      );
       const out = (chunks as number[][]).flat();
       emit(impl, 'tiny, default chunksize', n, performance.now() - t0);
       if (out[n - 1] !== (n - 1) * (n - 1)) throw new Error('bad result');

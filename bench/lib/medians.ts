@@ -72,4 +72,5 @@ export function verdict(m: Medians, workload: string, impl: string, caseName: st
   return { bar: bar.text, verdict: `BELOW (${shown})${reach}` };
 }
 
-export const table = (header: string[], rows: string[][]): string => markdownTable([header, ...rows], { align: ['l', ...header.slice(1).map(() => 'r' as const)] });
+export const table = (header: string[], rows: string[][]): string =>
+  markdownTable([header, ...rows], { align: ['l', ...header.slice(1).map(() => 'r' as const)] });

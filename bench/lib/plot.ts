@@ -53,7 +53,18 @@ export function plotSpec(points: Point[], title: string): Record<string, unknown
       },
       y: { field: 'msgs_per_s', type: 'quantitative', title: 'messages/s (consumer side)', scale: { type: 'log' } },
       color: { field: 'impl', type: 'nominal', title: 'implementation', scale: { domain: impls }, legend: { labelLimit: 260 } },
-      strokeDash: { field: 'limit', type: 'nominal', legend: null, scale: { domain: [false, true], range: [[1, 0], [5, 3]] } },
+      strokeDash: {
+        field: 'limit',
+        type: 'nominal',
+        legend: null,
+        scale: {
+          domain: [false, true],
+          range: [
+            [1, 0],
+            [5, 3],
+          ],
+        },
+      },
       tooltip: [{ field: 'impl' }, { field: 'size' }, { field: 'msgs_per_s', format: ',.0f' }],
     },
   };
@@ -64,7 +75,10 @@ export async function chartingLibraries(): Promise<{ vega: typeof import('vega')
   try {
     return { vega: await import('vega'), vl: await import('vega-lite') };
   } catch (e) {
-    throw new PlotUnavailableError(`--plot needs the charting libraries vega and vega-lite (devDependencies of tensorproc): npm install vega@5 vega-lite@5 (${(e as Error).message})`, { cause: e });
+    throw new PlotUnavailableError(
+      `--plot needs the charting libraries vega and vega-lite (devDependencies of tensorproc): npm install vega@5 vega-lite@5 (${(e as Error).message})`,
+      { cause: e },
+    );
   }
 }
 

@@ -23,12 +23,20 @@ export function anchorPath(name: string): string {
     const p = join(dir, name);
     if (existsSync(p)) return p;
   }
-  throw new BenchNotInstalledError(`the anchor program ${name} is not in this installation (looked in ${ROOT}dist/bench/anchors and ${ROOT}bench/anchors)`);
+  throw new BenchNotInstalledError(
+    `the anchor program ${name} is not in this installation (looked in ${ROOT}dist/bench/anchors and ${ROOT}bench/anchors)`,
+  );
 }
 
 /** Every `python3` on PATH, in order, then Debian's, without duplicates. */
 function pythonCandidates(): string[] {
-  const found = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'python3')), '/usr/bin/python3'];
+  const found = [
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((d) => join(d, 'python3')),
+    '/usr/bin/python3',
+  ];
   const seen = new Set<string>();
   return found.filter((p) => {
     // /bin/python3 is /usr/bin/python3 where /bin is a link; a pyenv shim is a script of its own.

@@ -74,7 +74,23 @@ const FIGURES: Record<string, { unit: string; better: Better }> = {
   us_per_op: { unit: 'µs', better: 'lower' },
 };
 /** Fields of an older line that describe the run, not the case. */
-const NOT_CASE = new Set(['workload', 'bench', 'w', 'impl', 'run', 'trial', 'node', 'torch', 'count', 'tasks', 'batches', 'messages', 'GB_per_s', 'us_per_msg', 'python']);
+const NOT_CASE = new Set([
+  'workload',
+  'bench',
+  'w',
+  'impl',
+  'run',
+  'trial',
+  'node',
+  'torch',
+  'count',
+  'tasks',
+  'batches',
+  'messages',
+  'GB_per_s',
+  'us_per_msg',
+  'python',
+]);
 /** An implementation named with its version ('torch 1.13.1'): the name is the implementation. */
 const VERSIONED = /^(torch|piscina|node) v?\d+(\.[\w-]+)+$/;
 
@@ -89,7 +105,8 @@ export function parseLine(line: string, workload: string): { record?: BenchRecor
   }
   if (o.progress !== null && typeof o.progress === 'object') {
     const p = o.progress as Partial<Progress>;
-    if (typeof p.done === 'number' && typeof p.total === 'number') return { progress: { done: p.done, total: p.total, label: String(p.label ?? '') } };
+    if (typeof p.done === 'number' && typeof p.total === 'number')
+      return { progress: { done: p.done, total: p.total, label: String(p.label ?? '') } };
     return {};
   }
   if (typeof o.not_measured === 'string') {
@@ -108,7 +125,12 @@ export function parseLine(line: string, workload: string): { record?: BenchRecor
  */
 export function toRecord(o: Record<string, unknown>, workload: string): BenchRecord | null {
   if (typeof o.value === 'number' && typeof o.unit === 'string' && typeof o.impl === 'string' && typeof o.case === 'string') {
-    return { ...(o as unknown as BenchRecord), workload: String(o.workload ?? workload), run: Number(o.run ?? 0), better: o.better === 'lower' ? 'lower' : 'higher' };
+    return {
+      ...(o as unknown as BenchRecord),
+      workload: String(o.workload ?? workload),
+      run: Number(o.run ?? 0),
+      better: o.better === 'lower' ? 'lower' : 'higher',
+    };
   }
   const figure = Object.keys(FIGURES).find((k) => typeof o[k] === 'number');
   if (figure === undefined || typeof o.impl !== 'string') return null;

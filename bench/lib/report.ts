@@ -9,7 +9,13 @@ import { w1Report } from './w1-report.js';
 function genericReport(workload: string, m: Medians): string {
   const order = [...m.impls.filter(isOurs), ...m.impls.filter((i) => !isOurs(i) && !isLimit(i)), ...m.impls.filter(isLimit)];
   const runs = m.runs > 1 ? `median of ${m.runs} runs` : 'one run';
-  const parts = [`### ${workload}, ${m.unit} (${m.better} is better; ${runs})`, table(['case', ...order], m.cases.map((c) => [c, ...order.map((i) => fmtValue(m.get(i, c)))]))];
+  const parts = [
+    `### ${workload}, ${m.unit} (${m.better} is better; ${runs})`,
+    table(
+      ['case', ...order],
+      m.cases.map((c) => [c, ...order.map((i) => fmtValue(m.get(i, c)))]),
+    ),
+  ];
   const anchors = order.filter((i) => !isOurs(i));
   const ours = order.filter(isOurs);
   if (ours.length && anchors.length) {
@@ -24,7 +30,10 @@ function genericReport(workload: string, m: Medians): string {
     // Bar and verdict columns only for a workload that has bars.
     const judged = rows.some((r) => r[r.length - 2] !== '');
     const header = ['case', 'ours', ...anchors, ...(judged ? ['bar', 'verdict'] : [])];
-    parts.push(`${workload}, times as fast as each anchor in the same run (a limit: the share reached)`, table(header, judged ? rows : rows.map((r) => r.slice(0, -2))));
+    parts.push(
+      `${workload}, times as fast as each anchor in the same run (a limit: the share reached)`,
+      table(header, judged ? rows : rows.map((r) => r.slice(0, -2))),
+    );
   }
   return parts.join('\n\n');
 }

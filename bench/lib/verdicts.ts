@@ -18,7 +18,14 @@ export interface Bar {
   text: string;
 }
 
-const w1 = (bytes: string, against: string, atLeast: number, text: string): Bar => ({ workload: 'W1', case: bytes, impl: 'tensorproc {strategy}', against, atLeast, text });
+const w1 = (bytes: string, against: string, atLeast: number, text: string): Bar => ({
+  workload: 'W1',
+  case: bytes,
+  impl: 'tensorproc {strategy}',
+  against,
+  atLeast,
+  text,
+});
 
 export const BARS: Bar[] = [
   w1('1 KiB', 'torch {strategy}', 20, '≥ 20x torch'),
@@ -26,7 +33,16 @@ export const BARS: Bar[] = [
   w1('1 MiB', 'torch {strategy}', 10, '≥ 10x torch'),
   w1('16 MiB', 'fill limit', 0.85, '≥ 85% of fill limit'),
   w1('64 MiB', 'fill limit', 0.85, '≥ 85% of fill limit'),
-  ...['N=2', 'N=4'].map((n): Bar => ({ workload: 'W2', case: n, impl: 'tensorproc spawn', against: 'child_process.fork', atLeast: 1 / 1.1, text: 'time ≤ 1.1x fork (≥ 0.91x as fast)' })),
+  ...['N=2', 'N=4'].map(
+    (n): Bar => ({
+      workload: 'W2',
+      case: n,
+      impl: 'tensorproc spawn',
+      against: 'child_process.fork',
+      atLeast: 1 / 1.1,
+      text: 'time ≤ 1.1x fork (≥ 0.91x as fast)',
+    }),
+  ),
   // W3: issue 11's bars, tensorproc's Pool of processes against torch's Pool.
   { workload: 'W3', case: 'tiny, chunksize 1', impl: 'tensorproc processes', against: 'torch', atLeast: 1.5, text: '≥ 1.5x torch' },
   { workload: 'W3', case: 'tiny, default chunksize', impl: 'tensorproc processes', against: 'torch', atLeast: 1, text: '≥ torch' },

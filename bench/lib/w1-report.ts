@@ -2,10 +2,20 @@
 // tensorproc does against each anchor and each limit measured in the same run, with the
 // verdict of the bar for that size (verdicts.ts; YARDSTICK.md: print both the ratio to
 // torch and the share of the fill limit everywhere).
-import { fmtRatio, fmtShare, fmtValue, Medians, table, verdict } from './medians.js';
+import { fmtRatio, fmtShare, fmtValue, type Medians, table, verdict } from './medians.js';
 
 const NODE = ['node fork', 'node worker-copy', 'node worker-transfer'];
-const ORDER = ['tensorproc file_descriptor', 'tensorproc file_system', 'torch file_descriptor', 'torch file_system', ...NODE, 'fill limit', 'fill limit, uncached', 'message limit file_descriptor', 'message limit file_system'];
+const ORDER = [
+  'tensorproc file_descriptor',
+  'tensorproc file_system',
+  'torch file_descriptor',
+  'torch file_system',
+  ...NODE,
+  'fill limit',
+  'fill limit, uncached',
+  'message limit file_descriptor',
+  'message limit file_system',
+];
 
 /** W1's implementations in the order of its tables and of the plot's legend: ours, torch, Node, the limits, then any other. */
 export function w1Order(impls: readonly string[]): string[] {
@@ -16,7 +26,10 @@ export function w1Report(m: Medians): string {
   const runs = m.runs > 1 ? `median of ${m.runs} runs` : 'one run';
   const order = w1Order(m.impls);
   const sizes = m.cases;
-  const figures = table(['size', ...order], sizes.map((c) => [c, ...order.map((i) => fmtValue(m.get(i, c)))]));
+  const figures = table(
+    ['size', ...order],
+    sizes.map((c) => [c, ...order.map((i) => fmtValue(m.get(i, c)))]),
+  );
   const nodes = NODE.filter((i) => m.impls.includes(i));
   const rows: string[][] = [];
   for (const c of sizes) {
@@ -42,7 +55,19 @@ export function w1Report(m: Medians): string {
       ]);
     }
   }
-  const header = ['size', 'strategy', 'msgs/s', 'GB/s', 'x torch (same strategy)', ...nodes.map((n) => `x ${n.slice(5)}`), 'of fill limit', 'of uncached fill limit', 'of message limit', 'bar', 'verdict'];
+  const header = [
+    'size',
+    'strategy',
+    'msgs/s',
+    'GB/s',
+    'x torch (same strategy)',
+    ...nodes.map((n) => `x ${n.slice(5)}`),
+    'of fill limit',
+    'of uncached fill limit',
+    'of message limit',
+    'bar',
+    'verdict',
+  ];
   return [
     `### W1, one producer → one consumer process, messages/s (consumer side; ${runs})`,
     figures,

@@ -2,7 +2,14 @@
 // the package and nothing else, so that a child holds what a user's would.
 import * as mp from 'tensorproc';
 
-export async function role(i: number, q: mp.Queue<mp.Tensor>, out: mp.Queue, size: number, count: number, strategy: mp.SharingStrategy): Promise<void> {
+export async function role(
+  i: number,
+  q: mp.Queue<mp.Tensor>,
+  out: mp.Queue,
+  size: number,
+  count: number,
+  strategy: mp.SharingStrategy,
+): Promise<void> {
   mp.setSharingStrategy(strategy);
   const n = size / 4;
   if (i === 1) {
@@ -25,4 +32,3 @@ export async function role(i: number, q: mp.Queue<mp.Tensor>, out: mp.Queue, siz
   }
   await out.put({ dt: (performance.now() - t0) / 1000, s });
 }
-

@@ -37,7 +37,8 @@ export async function w4Trial(workers: number, workMs = 0, onBatch?: () => void,
       let n = 0;
       for await (const b of loader) {
         using batch = b as [mp.Tensor, mp.Tensor] & Disposable;
-        if (batch[0].shape[0] !== W4.batchSize || batch[0].shape[1] !== 3) throw new Error(`bad batch shape [${batch[0].shape.join(', ')}]`);
+        if (batch[0].shape[0] !== W4.batchSize || batch[0].shape[1] !== 3)
+          throw new Error(`bad batch shape [${batch[0].shape.join(', ')}]`);
         n++;
         onBatch?.();
       }

@@ -67,5 +67,14 @@ export function printNotMeasured(workload: string, impl: string, reason: string)
 /** Consumer-side figures of a stream of `count` messages of `bytes`, timed from the 2nd. */
 export function streamRecord(impl: string, bytes: number, count: number, seconds: number, caseName: string): StepRecord {
   const msgs = (count - 1) / seconds;
-  return { impl, case: caseName, bytes, count, value: +msgs.toFixed(1), unit: 'msgs/s', better: 'higher', GB_per_s: +((msgs * bytes) / 1e9).toFixed(3) };
+  return {
+    impl,
+    case: caseName,
+    bytes,
+    count,
+    value: +msgs.toFixed(1),
+    unit: 'msgs/s',
+    better: 'higher',
+    GB_per_s: +((msgs * bytes) / 1e9).toFixed(3),
+  };
 }

@@ -43,7 +43,8 @@ function setKey(cfg: Node, key: string, value: unknown, where: string): void {
   let node: Node = cfg;
   for (let i = 0; i < parts.length - 1; i++) {
     const next = node[parts[i]!];
-    if (next === null || typeof next !== 'object' || Array.isArray(next)) throw new ConfigError(`${where}: non-existent config key: ${key}`);
+    if (next === null || typeof next !== 'object' || Array.isArray(next))
+      throw new ConfigError(`${where}: non-existent config key: ${key}`);
     node = next as Node;
   }
   const leaf = parts[parts.length - 1]!;
@@ -57,7 +58,9 @@ function setKey(cfg: Node, key: string, value: unknown, where: string): void {
     return;
   }
   if (typeName(old) !== typeName(value)) {
-    throw new ConfigError(`${where}: type mismatch (${typeName(old)} vs. ${typeName(value)}) with values (${JSON.stringify(old)} vs. ${JSON.stringify(value)}) for config key: ${key}`);
+    throw new ConfigError(
+      `${where}: type mismatch (${typeName(old)} vs. ${typeName(value)}) with values (${JSON.stringify(old)} vs. ${JSON.stringify(value)}) for config key: ${key}`,
+    );
   }
   node[leaf] = value;
 }
@@ -78,7 +81,8 @@ export function loadConfig(file: string, opts: readonly string[]): Config {
     throw new ConfigError(`${file} is not valid YAML: ${(e as Error).message}`);
   }
   if (doc !== null && doc !== undefined) {
-    if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`${file} must hold a mapping of config keys (MODEL:, DATASET:, TEST:, ...)`);
+    if (typeof doc !== 'object' || Array.isArray(doc))
+      throw new ConfigError(`${file} must hold a mapping of config keys (MODEL:, DATASET:, TEST:, ...)`);
     for (const [k, v] of Object.entries(doc as Node)) setKey(cfg, k, v, file);
   }
   if (opts.length % 2 !== 0) throw new ConfigError(`overrides come in KEY VALUE pairs; got ${opts.length} words: ${opts.join(' ')}`);
@@ -103,12 +107,14 @@ export function check(cfg: Config): Config {
     if (!Number.isInteger(v) || v < min) fail(`${key} must be an integer >= ${min} (got ${v})`);
   };
   int(cfg.MODEL.NUM_JOINTS, 'MODEL.NUM_JOINTS', 1);
-  if (cfg.MODEL.NUM_JOINTS > MAX_JOINTS) fail(`MODEL.NUM_JOINTS must be at most ${MAX_JOINTS}: each joint has a colour of its own (got ${cfg.MODEL.NUM_JOINTS})`);
+  if (cfg.MODEL.NUM_JOINTS > MAX_JOINTS)
+    fail(`MODEL.NUM_JOINTS must be at most ${MAX_JOINTS}: each joint has a colour of its own (got ${cfg.MODEL.NUM_JOINTS})`);
   if (!(cfg.MODEL.SIGMA > 0)) fail(`MODEL.SIGMA must be > 0 (got ${cfg.MODEL.SIGMA})`);
   if (!(cfg.MODEL.COLOR_TAU > 0)) fail(`MODEL.COLOR_TAU must be > 0 (got ${cfg.MODEL.COLOR_TAU})`);
   int(cfg.DATASET.NUM_IMAGES, 'DATASET.NUM_IMAGES', 1);
   int(cfg.DATASET.INPUT_SIZE, 'DATASET.INPUT_SIZE', 32);
-  if (cfg.DATASET.INPUT_SIZE % STRIDE !== 0) fail(`DATASET.INPUT_SIZE must be a multiple of ${STRIDE}, the output stride (got ${cfg.DATASET.INPUT_SIZE})`);
+  if (cfg.DATASET.INPUT_SIZE % STRIDE !== 0)
+    fail(`DATASET.INPUT_SIZE must be a multiple of ${STRIDE}, the output stride (got ${cfg.DATASET.INPUT_SIZE})`);
   int(cfg.DATASET.SEED, 'DATASET.SEED', 0);
   int(cfg.DATASET.DISTRACTORS, 'DATASET.DISTRACTORS', 0);
   if (!(cfg.DATASET.NOISE >= 0)) fail(`DATASET.NOISE must be >= 0 (got ${cfg.DATASET.NOISE})`);

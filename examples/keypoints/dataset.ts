@@ -5,12 +5,19 @@
 // and augmenting). Image i is the same wherever it is rendered: its generator is seeded with
 // (DATASET.SEED, i), not with the worker's seed.
 import * as mp from 'tensorproc';
-import { type Config } from './config.js';
+import type { Config } from './config.js';
 import { PALETTE, MEAN, STD, blobSigma } from './model.js';
 
 /** The figure's joints, in units of its scale, around its centre: head, shoulders, hips, knees, a hand. */
 const TEMPLATE: readonly [number, number][] = [
-  [0, -0.55], [-0.3, -0.25], [0.3, -0.25], [-0.2, 0.2], [0.2, 0.2], [-0.22, 0.6], [0.22, 0.6], [0.55, -0.05],
+  [0, -0.55],
+  [-0.3, -0.25],
+  [0.3, -0.25],
+  [-0.2, 0.2],
+  [0.2, 0.2],
+  [-0.22, 0.6],
+  [0.22, 0.6],
+  [0.55, -0.05],
 ];
 
 export interface Sample {
@@ -47,19 +54,32 @@ export function makeKeypointDataset(cfg: Config): mp.MapDataset<Sample> {
         kp[3 * j + 1] = y;
         kp[3 * j + 2] = x >= 0 && x <= size - 1 && y >= 0 && y <= size - 1 ? 1 : 0;
       }
-      return { image: render(g, size, kp, joints, sigma, noise, distractors), keypoints: mp.tensor(kp, { shape: [joints, 3] }), area: scale * scale, index };
+      return {
+        image: render(g, size, kp, joints, sigma, noise, distractors),
+        keypoints: mp.tensor(kp, { shape: [joints, 3] }),
+        area: scale * scale,
+        index,
+      };
     },
   };
 }
 
 /** Background gradient, coloured blobs composited over it, Gaussian noise, then normalised. */
-function render(g: mp.Generator, size: number, kp: Float32Array, joints: number, sigma: number, noise: number, distractors: number): mp.Tensor {
+function render(
+  g: mp.Generator,
+  size: number,
+  kp: Float32Array,
+  joints: number,
+  sigma: number,
+  noise: number,
+  distractors: number,
+): mp.Tensor {
   const plane = size * size;
   const img = new Float32Array(3 * plane);
   for (let c = 0; c < 3; c++) {
     const base = 0.25 + 0.25 * g.random();
-    const gx = (g.random() - 0.5) * 0.3 / size;
-    const gy = (g.random() - 0.5) * 0.3 / size;
+    const gx = ((g.random() - 0.5) * 0.3) / size;
+    const gy = ((g.random() - 0.5) * 0.3) / size;
     for (let y = 0; y < size; y++) {
       const row = c * plane + y * size;
       for (let x = 0; x < size; x++) img[row + x] = base + gx * x + gy * y;

@@ -24,9 +24,11 @@ export function findPeaks(heat: Float32Array, joints: number, side: number): { p
         at = p;
       }
     }
-    const y = Math.floor(at / side), x = at % side;
+    const y = Math.floor(at / side),
+      x = at % side;
     const h = (xx: number, yy: number): number => heat[j * plane + yy * side + xx]!;
-    let fx = x, fy = y;
+    let fx = x,
+      fy = y;
     if (x > 0 && x < side - 1) fx += 0.25 * Math.sign(h(x + 1, y) - h(x - 1, y));
     if (y > 0 && y < side - 1) fy += 0.25 * Math.sign(h(x, y + 1) - h(x, y - 1));
     preds[3 * j] = (fx + 0.5) * STRIDE - 0.5;
@@ -86,7 +88,9 @@ export function evaluate(results: readonly Result[], joints: number, sigma: numb
   const order = results.map((_, i) => i).sort((a, b) => results[b]!.score - results[a]!.score);
   const thresholds = Array.from({ length: 10 }, (_, i) => 0.5 + 0.05 * i);
   const at = thresholds.map((t) => averagePrecision(sims, order, t));
-  let hits = 0, seen = 0, err = 0;
+  let hits = 0,
+    seen = 0,
+    err = 0;
   for (const r of results) {
     const ref = Math.sqrt(r.area);
     for (let j = 0; j < joints; j++) {
@@ -113,10 +117,10 @@ export function evaluate(results: readonly Result[], joints: number, sigma: numb
 export function formatNameValue(nameValue: Record<string, number>, fullArchName: string): string[] {
   const names = Object.keys(nameValue);
   const values = Object.values(nameValue);
-  const arch = fullArchName.length > 15 ? fullArchName.slice(0, 8) + '...' : fullArchName;
+  const arch = fullArchName.length > 15 ? `${fullArchName.slice(0, 8)}...` : fullArchName;
   return [
-    '| Arch ' + names.map((n) => `| ${n}`).join(' ') + ' |',
-    '|---'.repeat(names.length + 1) + '|',
-    '| ' + arch + ' ' + values.map((v) => `| ${v.toFixed(3)}`).join(' ') + ' |',
+    `| Arch ${names.map((n) => `| ${n}`).join(' ')} |`,
+    `${'|---'.repeat(names.length + 1)}|`,
+    `| ${arch} ${values.map((v) => `| ${v.toFixed(3)}`).join(' ')} |`,
   ];
 }

@@ -16,7 +16,14 @@ export const MEAN = [0.485, 0.456, 0.406] as const;
 export const STD = [0.229, 0.224, 0.225] as const;
 
 export const PALETTE: readonly (readonly [number, number, number])[] = [
-  [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [1, 0, 1], [0, 1, 1], [1, 1, 1], [1, 0.55, 0],
+  [1, 0, 0],
+  [0, 1, 0],
+  [0, 0, 1],
+  [1, 1, 0],
+  [1, 0, 1],
+  [0, 1, 1],
+  [1, 1, 1],
+  [1, 0.55, 0],
 ];
 
 /** The blobs' radius (σ) in input pixels. */
@@ -28,13 +35,18 @@ export function blobSigma(inputSize: number): number {
 export function resize(src: Float32Array, c: number, h: number, w: number, h2: number, w2: number): Float32Array {
   if (h === h2 && w === w2) return src;
   const out = new Float32Array(c * h2 * w2);
-  const sy = h / h2, sx = w / w2;
+  const sy = h / h2,
+    sx = w / w2;
   for (let y = 0; y < h2; y++) {
     const fy = Math.min(Math.max((y + 0.5) * sy - 0.5, 0), h - 1);
-    const y0 = Math.floor(fy), y1 = Math.min(y0 + 1, h - 1), ay = fy - y0;
+    const y0 = Math.floor(fy),
+      y1 = Math.min(y0 + 1, h - 1),
+      ay = fy - y0;
     for (let x = 0; x < w2; x++) {
       const fx = Math.min(Math.max((x + 0.5) * sx - 0.5, 0), w - 1);
-      const x0 = Math.floor(fx), x1 = Math.min(x0 + 1, w - 1), ax = fx - x0;
+      const x0 = Math.floor(fx),
+        x1 = Math.min(x0 + 1, w - 1),
+        ax = fx - x0;
       for (let k = 0; k < c; k++) {
         const p = k * h * w;
         const top = src[p + y0 * w + x0]! * (1 - ax) + src[p + y0 * w + x1]! * ax;
@@ -60,7 +72,7 @@ function gaussianKernel(sigma: number): Float32Array {
   const r = Math.max(1, Math.ceil(2.5 * sigma));
   const k = new Float32Array(2 * r + 1);
   let sum = 0;
-  for (let i = -r; i <= r; i++) sum += (k[i + r] = Math.exp(-(i * i) / (2 * sigma * sigma)));
+  for (let i = -r; i <= r; i++) sum += k[i + r] = Math.exp(-(i * i) / (2 * sigma * sigma));
   for (let i = 0; i < k.length; i++) k[i]! /= sum;
   return k;
 }
@@ -101,7 +113,8 @@ export function forward(img: Float32Array, h: number, w: number, cfg: Config, sc
   // The matched filter runs after pooling, at the output's resolution: a blob of σ input
   // pixels is one of σ/STRIDE there, and the convolution costs STRIDE² times less.
   const kernel = gaussianKernel((blobSigma(cfg.DATASET.INPUT_SIZE) * scale) / STRIDE);
-  const oh = h / STRIDE, ow = w / STRIDE;
+  const oh = h / STRIDE,
+    ow = w / STRIDE;
   const pooled = new Float32Array(joints * oh * ow);
   const opl = oh * ow;
   const norm = 1 / (STRIDE * STRIDE);

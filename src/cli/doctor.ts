@@ -141,7 +141,9 @@ function checkManagerDir(dir: string): string {
       if (!lstatSync(parent).isDirectory()) throw new Error(`${parent} is not a directory`);
       accessSync(parent, constants.W_OK | constants.X_OK);
     } catch (e) {
-      throw new Warning(`${dir} is missing and cannot be made (${(e as Error).message}): file_system cannot start its manager, so segments of killed processes stay in /dev/shm. ${fix}`);
+      throw new Warning(
+        `${dir} is missing and cannot be made (${(e as Error).message}): file_system cannot start its manager, so segments of killed processes stay in /dev/shm. ${fix}`,
+      );
     }
     return `${dir} (missing: made at first use of file_system)`;
   }

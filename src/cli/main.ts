@@ -22,13 +22,24 @@ const program = new Command('tensorproc')
 
 const bench = program
   .command('bench')
-  .description('the yardstick (W1-W4 of YARDSTICK.md), side by side with every anchor this machine has (torch, child_process, worker_threads, piscina), then tables of ratios and verdicts')
+  .description(
+    'the yardstick (W1-W4 of YARDSTICK.md), side by side with every anchor this machine has (torch, child_process, worker_threads, piscina), then tables of ratios and verdicts',
+  )
   .option('--quick', 'short counts: a smoke run of every workload in about a minute')
   .option('--json', 'print only the measurements, one JSON object a line, and a line for each thing not measured (no progress, no tables)')
-  .addOption(new Option('--only <ids>', 'run only these workloads, comma-separated: W1,W2,W3,W4, or alloc, messages, sync').argParser(parseOnly))
-  .addOption(new Option('--plot <file.svg>', "draw W1's messages/s against size, one line per implementation (needs vega and vega-lite)").argParser(parsePlot))
+  .addOption(
+    new Option('--only <ids>', 'run only these workloads, comma-separated: W1,W2,W3,W4, or alloc, messages, sync').argParser(parseOnly),
+  )
+  .addOption(
+    new Option('--plot <file.svg>', "draw W1's messages/s against size, one line per implementation (needs vega and vega-lite)").argParser(
+      parsePlot,
+    ),
+  )
   .addOption(new Option('--runs <n>', 'repeat every measurement n times, interleaved; tables show medians').default(1).argParser(parseRuns))
-  .addHelpText('after', '\nThe anchors run when their interpreter is found: torch with the first python3 on PATH (or\n/usr/bin/python3) that imports it, piscina when it is installed. Each workload runs in a\nprocess of its own; NOTE [Bench records] in bench/lib/record.ts says what --json prints.')
+  .addHelpText(
+    'after',
+    '\nThe anchors run when their interpreter is found: torch with the first python3 on PATH (or\n/usr/bin/python3) that imports it, piscina when it is installed. Each workload runs in a\nprocess of its own; NOTE [Bench records] in bench/lib/record.ts says what --json prints.',
+  )
   .action(async (opts: { quick?: boolean; json?: boolean; only?: string[]; plot?: string; runs: number }) => {
     const runner = fileURLToPath(new URL('../../bench/run.js', import.meta.url));
     if (!existsSync(runner)) throw new BenchNotInstalledError(`the benches are not in this installation (looked for ${runner})`);
@@ -37,20 +48,30 @@ const bench = program
       chooseWorkloads(opts.only ?? null);
     } catch (e) {
       // The runner knows its workloads; a name it does not know is a usage error like any other.
-      if ((e as Error & { code?: unknown }).code === 'ERR_TP_UNKNOWN_WORKLOAD') bench.error(`error: option '--only <ids>': ${(e as Error).message}`, { exitCode: EXIT_USAGE });
+      if ((e as Error & { code?: unknown }).code === 'ERR_TP_UNKNOWN_WORKLOAD')
+        bench.error(`error: option '--only <ids>': ${(e as Error).message}`, { exitCode: EXIT_USAGE });
       throw e;
     }
     try {
-      process.exitCode = await runBench({ quick: opts.quick === true, json: opts.json === true, only: opts.only ?? null, plot: opts.plot ?? null, runs: opts.runs });
+      process.exitCode = await runBench({
+        quick: opts.quick === true,
+        json: opts.json === true,
+        only: opts.only ?? null,
+        plot: opts.plot ?? null,
+        runs: opts.runs,
+      });
     } catch (e) {
-      if ((e as Error & { code?: unknown }).code === 'ERR_TP_PLOT_NEEDS_W1') bench.error(`error: ${(e as Error).message}`, { exitCode: EXIT_USAGE });
+      if ((e as Error & { code?: unknown }).code === 'ERR_TP_PLOT_NEEDS_W1')
+        bench.error(`error: ${(e as Error).message}`, { exitCode: EXIT_USAGE });
       throw e;
     }
   });
 
 program
   .command('doctor')
-  .description('what this machine allows: strategies, /dev/shm, memory, open-file limit, manager directory, addon; warnings say how to fix what they find')
+  .description(
+    'what this machine allows: strategies, /dev/shm, memory, open-file limit, manager directory, addon; warnings say how to fix what they find',
+  )
   .action(async () => {
     const { doctor, formatCheck } = await import('./doctor.js');
     const checks = await doctor();
@@ -68,7 +89,9 @@ shm
     if (segs.length === 0) console.log('no tensorproc segments in /dev/shm');
     for (const s of segs) {
       const hs = s.holders.map((h) => `${h.pid}${h.alive ? '' : ' (dead)'}×${h.count}`).join(', ') || 'none';
-      console.log(`${s.name}  ${s.bytes} B  creator ${s.creatorPid}  refs ${s.refs ?? '?'}  holders ${hs}${s.orphaned ? '  ORPHANED' : ''}`);
+      console.log(
+        `${s.name}  ${s.bytes} B  creator ${s.creatorPid}  refs ${s.refs ?? '?'}  holders ${hs}${s.orphaned ? '  ORPHANED' : ''}`,
+      );
     }
   });
 shm
@@ -82,7 +105,10 @@ shm
   });
 
 function parseOnly(value: string): string[] {
-  const ids = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const ids = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (ids.length === 0) throw new InvalidArgumentError('name at least one workload: W1,W2,W3,W4, alloc, messages, sync');
   return ids;
 }

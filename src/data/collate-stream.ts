@@ -82,7 +82,9 @@ function build(p: Plan): unknown {
       return new Map(p.keys.map((k, j) => [k, build(p.items[j]!)]));
     case 'object': {
       const out: Record<string, unknown> = {};
-      p.keys.forEach((k, j) => { out[k] = build(p.items[j]!); });
+      p.keys.forEach((k, j) => {
+        out[k] = build(p.items[j]!);
+      });
       return out;
     }
     case 'other':
@@ -107,10 +109,12 @@ function rebuild(p: Plan, x: unknown, j: number): unknown {
       return (x as unknown[]).map((v, k) => rebuild(p.items[k]!, v, j));
     case 'map': {
       const m = x as Map<unknown, unknown>;
-      return new Map([...m].map(([k, v]) => {
-        const at = p.keys.indexOf(k);
-        return [k, at < 0 ? v : rebuild(p.items[at]!, v, j)];
-      }));
+      return new Map(
+        [...m].map(([k, v]) => {
+          const at = p.keys.indexOf(k);
+          return [k, at < 0 ? v : rebuild(p.items[at]!, v, j)];
+        }),
+      );
     }
     case 'object': {
       const out: Record<string, unknown> = {};
@@ -146,7 +150,10 @@ export class CollateStream {
   /** Samples 0..released-1 were copied into the plan and their tensors released. */
   #released = 0;
 
-  constructor(readonly n: number, readonly releaseSamples = false) {}
+  constructor(
+    readonly n: number,
+    readonly releaseSamples = false,
+  ) {}
 
   add(sample: unknown): void {
     const i = this.#samples.length;

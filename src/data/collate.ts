@@ -62,7 +62,11 @@ export function collateAt(batch: readonly unknown[], path: string): unknown {
   const kind = kindOf(first);
   for (let i = 1; i < batch.length; i++) if (kindOf(batch[i]) !== kind) throw mismatch(path, batch, i);
   if (first instanceof Tensor) return stack(batch as Tensor[], path);
-  if (ArrayBuffer.isView(first)) return stack(batch.map((a) => tensor(a as TypedArray)), path);
+  if (ArrayBuffer.isView(first))
+    return stack(
+      batch.map((a) => tensor(a as TypedArray)),
+      path,
+    );
   switch (typeof first) {
     case 'number':
       return numbers(batch as number[]);
@@ -85,7 +89,11 @@ export function collateAt(batch: readonly unknown[], path: string): unknown {
       }
     }
     const out = new Array<unknown>(n);
-    for (let k = 0; k < n; k++) out[k] = collateAt(batch.map((s) => (s as unknown[])[k]), `${path}[${k}]`);
+    for (let k = 0; k < n; k++)
+      out[k] = collateAt(
+        batch.map((s) => (s as unknown[])[k]),
+        `${path}[${k}]`,
+      );
     return out;
   }
   if (first instanceof Map) {
@@ -118,7 +126,10 @@ export function collateAt(batch: readonly unknown[], path: string): unknown {
 }
 
 function missingKey(path: string, key: string, i: number): CollateError {
-  return new CollateError(`Default collate cannot batch the samples at ${path}.${key}: sample 0 has the key '${key}', sample ${i} does not.`, `${path}.${key}`);
+  return new CollateError(
+    `Default collate cannot batch the samples at ${path}.${key}: sample 0 has the key '${key}', sample ${i} does not.`,
+    `${path}.${key}`,
+  );
 }
 
 /** Stacks along a new first dimension, copying each sample once into a shared tensor. */

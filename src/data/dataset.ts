@@ -27,8 +27,12 @@ export function isMapDataset(x: unknown): x is MapDataset {
 }
 
 function isIterable(x: unknown): x is IterableDataset {
-  return x !== null && (typeof x === 'object' || typeof x === 'function') &&
-    (typeof (x as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function' || typeof (x as Iterable<unknown>)[Symbol.iterator] === 'function');
+  return (
+    x !== null &&
+    (typeof x === 'object' || typeof x === 'function') &&
+    (typeof (x as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function' ||
+      typeof (x as Iterable<unknown>)[Symbol.iterator] === 'function')
+  );
 }
 
 /** A dataset target, not a dataset: it names a module and has neither getItem nor an iterator. */
@@ -43,7 +47,15 @@ export function isDatasetTarget(x: unknown): x is DatasetTarget {
 export function classify(dataset: unknown, where: string): { dataset: Dataset; kind: DatasetKind } {
   if (Array.isArray(dataset)) {
     const a = dataset;
-    return { dataset: { get length() { return a.length; }, getItem: (i) => a[i] }, kind: 'map' };
+    return {
+      dataset: {
+        get length() {
+          return a.length;
+        },
+        getItem: (i) => a[i],
+      },
+      kind: 'map',
+    };
   }
   if (isMapDataset(dataset)) {
     const n = dataset.length;
@@ -63,7 +75,7 @@ export function classify(dataset: unknown, where: string): { dataset: Dataset; k
 export function checkDatasetTarget(t: DatasetTarget): void {
   checkTarget(t, 'dataset target');
   if (t.args !== undefined && !Array.isArray(t.args)) {
-    throw new InvalidArgumentError('A dataset target\'s args must be an array: the export is called as fn(...args).');
+    throw new InvalidArgumentError("A dataset target's args must be an array: the export is called as fn(...args).");
   }
 }
 
@@ -76,9 +88,10 @@ export async function buildDataset(t: DatasetTarget): Promise<{ dataset: Dataset
 
 /** The refusal of issue 12: objects cannot be sent to workers; the fix is a target. */
 export function needsTarget(what: 'dataset' | 'collate' | 'workerInit'): DatasetNeedsTargetError {
-  const example = what === 'dataset'
-    ? "{ module: new URL('./my-dataset.js', import.meta.url), export: 'makeDataset', args: [...] }, whose export returns the dataset"
-    : `{ module: new URL('./my-${what.toLowerCase()}.js', import.meta.url), export: '${what}' }`;
+  const example =
+    what === 'dataset'
+      ? "{ module: new URL('./my-dataset.js', import.meta.url), export: 'makeDataset', args: [...] }, whose export returns the dataset"
+      : `{ module: new URL('./my-${what.toLowerCase()}.js', import.meta.url), export: '${what}' }`;
   return new DatasetNeedsTargetError(
     `A DataLoader with numWorkers > 0 cannot use a ${what} ${what === 'dataset' ? 'object' : 'function'}: each worker process ` +
       `builds its own from a target, since objects and functions cannot cross to another process. Pass a ${what} target ` +

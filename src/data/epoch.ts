@@ -129,14 +129,16 @@ export function checkState(state: unknown, samplerGeneratorCount: number): DataL
   const s = state as Partial<DataLoaderState> | null;
   const bad = (why: string): BadStateDictError =>
     new BadStateDictError(`loadStateDict() takes what stateDict() returned (format ${STATE_FORMAT}): ${why}.`);
-  if (s === null || typeof s !== 'object') throw bad('got ' + (s === null ? 'null' : typeof s));
+  if (s === null || typeof s !== 'object') throw bad(`got ${s === null ? 'null' : typeof s}`);
   if (s.format !== STATE_FORMAT) throw bad(`its format is ${JSON.stringify(s.format)}`);
   if (!Number.isInteger(s.yielded) || s.yielded! < 0) throw bad('yielded is not a count of batches');
   if (!Array.isArray(s.alsoYielded) || !s.alsoYielded.every((p) => Number.isInteger(p) && p > s.yielded!)) {
     throw bad('alsoYielded is not a list of places after yielded');
   }
   if (!Array.isArray(s.samplerGenerators) || s.samplerGenerators.length !== samplerGeneratorCount) {
-    throw bad(`it holds ${Array.isArray(s.samplerGenerators) ? s.samplerGenerators.length : 'no'} sampler generators, this loader's samplers have ${samplerGeneratorCount}: it was made for another loader`);
+    throw bad(
+      `it holds ${Array.isArray(s.samplerGenerators) ? s.samplerGenerators.length : 'no'} sampler generators, this loader's samplers have ${samplerGeneratorCount}: it was made for another loader`,
+    );
   }
   try {
     new Generator(0).setState(s.generator);

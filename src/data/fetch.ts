@@ -96,7 +96,8 @@ class IterableFetcher implements Fetcher {
     readonly opts: FetcherOptions,
   ) {
     const a = dataset as AsyncIterable<unknown>;
-    this.#it = typeof a[Symbol.asyncIterator] === 'function' ? a[Symbol.asyncIterator]() : (dataset as Iterable<unknown>)[Symbol.iterator]();
+    this.#it =
+      typeof a[Symbol.asyncIterator] === 'function' ? a[Symbol.asyncIterator]() : (dataset as Iterable<unknown>)[Symbol.iterator]();
   }
 
   async #next(): Promise<unknown> {

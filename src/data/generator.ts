@@ -64,7 +64,10 @@ export class Generator {
 
   /** A uniformly distributed 32-bit unsigned integer. */
   nextUint32(): number {
-    const s0 = this.#s0, s1 = this.#s1, s2 = this.#s2, s3 = this.#s3;
+    const s0 = this.#s0,
+      s1 = this.#s1,
+      s2 = this.#s2,
+      s3 = this.#s3;
     const r = Math.imul(rotl(Math.imul(s1, 5), 7), 9) >>> 0;
     const t = s1 << 9;
     let n2 = s2 ^ s0;
@@ -122,7 +125,12 @@ export class Generator {
   }
 
   setState(state: unknown): this {
-    if (!Array.isArray(state) || state.length !== 4 || !state.every((w) => Number.isInteger(w) && w >= 0 && w < 2 ** 32) || state.every((w) => w === 0)) {
+    if (
+      !Array.isArray(state) ||
+      state.length !== 4 ||
+      !state.every((w) => Number.isInteger(w) && w >= 0 && w < 2 ** 32) ||
+      state.every((w) => w === 0)
+    ) {
       throw new InvalidArgumentError('A generator state is four 32-bit unsigned integers, not all zero, as getState() returns them.');
     }
     [this.#s0, this.#s1, this.#s2, this.#s3] = state as [number, number, number, number];

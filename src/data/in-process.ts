@@ -6,7 +6,12 @@ import type { Epoch } from './epoch.js';
 import { releaseTensors } from './release.js';
 import { loopTurner } from '../event-loop.js';
 
-export async function* loadInProcess(epoch: Epoch, fetcher: Fetcher, wrap: (b: unknown) => unknown, done: () => void): AsyncGenerator<unknown> {
+export async function* loadInProcess(
+  epoch: Epoch,
+  fetcher: Fetcher,
+  wrap: (b: unknown) => unknown,
+  done: () => void,
+): AsyncGenerator<unknown> {
   const turn = loopTurner();
   try {
     for (; epoch.discard > 0; epoch.discard--) {

@@ -4,8 +4,15 @@
 import { InvalidArgumentError, NoLengthError } from '../errors.js';
 import { defaultCollate, defaultConvert } from './collate.js';
 import {
-  buildDataset, checkDatasetTarget, classify, isDatasetTarget, needsTarget,
-  type Dataset, type DatasetKind, type DatasetTarget, type MapDataset,
+  buildDataset,
+  checkDatasetTarget,
+  classify,
+  isDatasetTarget,
+  needsTarget,
+  type Dataset,
+  type DatasetKind,
+  type DatasetTarget,
+  type MapDataset,
 } from './dataset.js';
 import { Epoch, STATE_FORMAT, checkState, forever, samplerGenerators, type DataLoaderState } from './epoch.js';
 import { makeFetcher, type CollateFn, type FetchRequest } from './fetch.js';
@@ -71,9 +78,11 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   /** Builds a dataset target in this process (the main process needs its length and kind). Iterating calls it. */
   ready(): Promise<this> {
     if (this.#built !== null) return Promise.resolve(this);
-    this.#building ??= buildDataset(this.#source as DatasetTarget).then((b) => this.#setBuilt(b)).finally(() => {
-      this.#building = null;
-    });
+    this.#building ??= buildDataset(this.#source as DatasetTarget)
+      .then((b) => this.#setBuilt(b))
+      .finally(() => {
+        this.#building = null;
+      });
     return this.#building.then(() => this);
   }
 
@@ -90,13 +99,16 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     if (this.#built.kind === 'iterable') {
       const n = (this.#built.dataset as { length?: unknown }).length;
       if (typeof n !== 'number') {
-        throw new NoLengthError('This iterable dataset has no length, so neither has the loader: give the dataset a `length` property (samples), or count batches as they come.');
+        throw new NoLengthError(
+          'This iterable dataset has no length, so neither has the loader: give the dataset a `length` property (samples), or count batches as they come.',
+        );
       }
       if (s.batchSize === null) return n;
       return s.dropLast ? Math.floor(n / s.batchSize) : Math.ceil(n / s.batchSize);
     }
     const n = (this.#indexSampler as { length?: unknown }).length;
-    if (typeof n !== 'number') throw new NoLengthError('The sampler given has no length, so neither has the loader: give it a `length` property.');
+    if (typeof n !== 'number')
+      throw new NoLengthError('The sampler given has no length, so neither has the loader: give it a `length` property.');
     return n;
   }
 
@@ -116,7 +128,9 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     await this.ready();
     const s = this.#settings;
     if (s.persistentWorkers && this.#busy) {
-      throw new InvalidArgumentError('This loader\'s persistent workers are serving another iteration: finish it, or break out of it, before starting the next.');
+      throw new InvalidArgumentError(
+        "This loader's persistent workers are serving another iteration: finish it, or break out of it, before starting the next.",
+      );
     }
     this.#busy = true;
     try {
@@ -126,7 +140,12 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       const wrap = s.collate === undefined && s.batchSize !== null ? disposable : (b: unknown) => b;
       if (s.numWorkers === 0) {
         const collate = (await loadOption(s.collate, 'collate target')) ?? (s.batchSize === null ? defaultConvert : defaultCollate);
-        const fetcher = makeFetcher(dataset, kind, { batchSize: s.batchSize, dropLast: s.dropLast, collate: collate as CollateFn, releaseSamples: s.releaseSamples });
+        const fetcher = makeFetcher(dataset, kind, {
+          batchSize: s.batchSize,
+          dropLast: s.dropLast,
+          collate: collate as CollateFn,
+          releaseSamples: s.releaseSamples,
+        });
         yield* loadInProcess(epoch, fetcher, wrap, () => this.#endEpoch(epoch));
       } else {
         const workers = await this.#workersFor(epoch, kind);
@@ -145,8 +164,13 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     if (old !== null && s.persistentWorkers) await old.stop();
     const spec = await this.#spec(kind, epoch.baseSeed);
     const workers = new LoaderWorkers({
-      spec, prefetchFactor: s.prefetchFactor, inOrder: s.inOrder, timeout: s.timeout, persistent: s.persistentWorkers,
-      maxWorkerRestarts: s.maxWorkerRestarts, startMethod: s.startMethod,
+      spec,
+      prefetchFactor: s.prefetchFactor,
+      inOrder: s.inOrder,
+      timeout: s.timeout,
+      persistent: s.persistentWorkers,
+      maxWorkerRestarts: s.maxWorkerRestarts,
+      startMethod: s.startMethod,
     });
     this.#workers = workers;
     return workers;
@@ -169,7 +193,15 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       };
     })();
     const s = this.#settings;
-    return { ...(await this.#targets), kind, batchSize: s.batchSize, dropLast: s.dropLast, releaseSamples: s.releaseSamples, numWorkers: s.numWorkers, baseSeed };
+    return {
+      ...(await this.#targets),
+      kind,
+      batchSize: s.batchSize,
+      dropLast: s.dropLast,
+      releaseSamples: s.releaseSamples,
+      numWorkers: s.numWorkers,
+      baseSeed,
+    };
   }
 
   /** The pids of the workers running now (empty when loading in this process, or between non-persistent epochs). */
@@ -188,7 +220,12 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     }
     const sampler = this.#indexSampler;
     const epoch = new Epoch(
-      { generator: s.generator, samplerGenerators: this.#samplerGenerators, persistentSeed: this.#persistentSeed, persistent: s.persistentWorkers },
+      {
+        generator: s.generator,
+        samplerGenerators: this.#samplerGenerators,
+        persistentSeed: this.#persistentSeed,
+        persistent: s.persistentWorkers,
+      },
       kind === 'map' ? () => sampler![Symbol.iterator]() : forever,
       resume,
       kind === 'map',
@@ -239,5 +276,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
 }
 
 function notBuilt(what: string): NoLengthError {
-  return new NoLengthError(`The loader's ${what} is not known yet: its dataset target is built by \`await loader.ready()\` (or the first iteration).`);
+  return new NoLengthError(
+    `The loader's ${what} is not known yet: its dataset target is built by \`await loader.ready()\` (or the first iteration).`,
+  );
 }

@@ -74,8 +74,25 @@ export interface Settings {
   releaseSamples: boolean;
 }
 
-const KNOWN = new Set(['batchSize', 'shuffle', 'sampler', 'batchSampler', 'dropLast', 'collate', 'numWorkers', 'prefetchFactor',
-  'persistentWorkers', 'timeout', 'workerInit', 'seed', 'generator', 'inOrder', 'maxWorkerRestarts', 'startMethod', 'releaseSamples']);
+const KNOWN = new Set([
+  'batchSize',
+  'shuffle',
+  'sampler',
+  'batchSampler',
+  'dropLast',
+  'collate',
+  'numWorkers',
+  'prefetchFactor',
+  'persistentWorkers',
+  'timeout',
+  'workerInit',
+  'seed',
+  'generator',
+  'inOrder',
+  'maxWorkerRestarts',
+  'startMethod',
+  'releaseSamples',
+]);
 
 function bool(o: DataLoaderOptions, key: keyof DataLoaderOptions, dflt: boolean): boolean {
   const v = o[key];
@@ -120,27 +137,41 @@ export function parseOptions(options: DataLoaderOptions | undefined): Settings {
   const numWorkers = count(o, 'numWorkers', 0, 0);
   const persistentWorkers = bool(o, 'persistentWorkers', false);
   const inOrder = bool(o, 'inOrder', true);
-  if (o.sampler !== undefined && !iterable(o.sampler)) throw new InvalidArgumentError('sampler must be an iterable of indices (a Sampler, an array, a generator object).');
-  if (o.batchSampler !== undefined && !iterable(o.batchSampler)) throw new InvalidArgumentError('batchSampler must be an iterable of arrays of indices.');
+  if (o.sampler !== undefined && !iterable(o.sampler))
+    throw new InvalidArgumentError('sampler must be an iterable of indices (a Sampler, an array, a generator object).');
+  if (o.batchSampler !== undefined && !iterable(o.batchSampler))
+    throw new InvalidArgumentError('batchSampler must be an iterable of arrays of indices.');
   // torch's rules, with its reasons in the messages.
-  if (o.sampler !== undefined && shuffle) throw new InvalidArgumentError('sampler is exclusive with shuffle: a sampler decides the order itself.');
-  if (o.batchSampler !== undefined && ((o.batchSize !== undefined && o.batchSize !== 1) || shuffle || o.sampler !== undefined || dropLast)) {
+  if (o.sampler !== undefined && shuffle)
+    throw new InvalidArgumentError('sampler is exclusive with shuffle: a sampler decides the order itself.');
+  if (
+    o.batchSampler !== undefined &&
+    ((o.batchSize !== undefined && o.batchSize !== 1) || shuffle || o.sampler !== undefined || dropLast)
+  ) {
     throw new InvalidArgumentError('batchSampler is exclusive with batchSize, shuffle, sampler and dropLast: it makes the batches itself.');
   }
-  if (batchSize === null && dropLast) throw new InvalidArgumentError('batchSize null (no batching) is exclusive with dropLast: there is no last batch to drop.');
-  if (numWorkers === 0 && o.prefetchFactor !== undefined) throw new InvalidArgumentError('prefetchFactor needs numWorkers > 0: it is how many batches each worker works ahead.');
-  if (numWorkers === 0 && persistentWorkers) throw new InvalidArgumentError('persistentWorkers needs numWorkers > 0: there are no workers to keep.');
+  if (batchSize === null && dropLast)
+    throw new InvalidArgumentError('batchSize null (no batching) is exclusive with dropLast: there is no last batch to drop.');
+  if (numWorkers === 0 && o.prefetchFactor !== undefined)
+    throw new InvalidArgumentError('prefetchFactor needs numWorkers > 0: it is how many batches each worker works ahead.');
+  if (numWorkers === 0 && persistentWorkers)
+    throw new InvalidArgumentError('persistentWorkers needs numWorkers > 0: there are no workers to keep.');
   const timeout = o.timeout ?? 0;
-  if (typeof timeout !== 'number' || !(timeout >= 0)) throw new InvalidArgumentError(`timeout must be a number of milliseconds >= 0 (got ${describeValue(timeout)}).`);
+  if (typeof timeout !== 'number' || !(timeout >= 0))
+    throw new InvalidArgumentError(`timeout must be a number of milliseconds >= 0 (got ${describeValue(timeout)}).`);
   if (o.seed !== undefined && o.generator !== undefined) throw new InvalidArgumentError('Pass seed or generator, not both.');
-  if (o.generator !== undefined && !(o.generator instanceof Generator)) throw new InvalidArgumentError('generator must be a tensorproc Generator (new mp.Generator(seed)).');
+  if (o.generator !== undefined && !(o.generator instanceof Generator))
+    throw new InvalidArgumentError('generator must be a tensorproc Generator (new mp.Generator(seed)).');
   const generator = o.generator ?? new Generator(o.seed === undefined ? undefined : checkSeed(o.seed));
   const startMethod = o.startMethod ?? 'spawn';
   const releaseSamples = bool(o, 'releaseSamples', false);
   if (releaseSamples && (batchSize === null || o.collate !== undefined)) {
-    throw new InvalidArgumentError('releaseSamples needs batches made by default collate (batchSize set, no collate): it releases each sample\'s tensors once default collate has copied them into the batch.');
+    throw new InvalidArgumentError(
+      "releaseSamples needs batches made by default collate (batchSize set, no collate): it releases each sample's tensors once default collate has copied them into the batch.",
+    );
   }
-  if (startMethod !== 'spawn' && startMethod !== 'thread') throw new InvalidArgumentError(`startMethod must be 'spawn' or 'thread' (got ${describeValue(startMethod)}).`);
+  if (startMethod !== 'spawn' && startMethod !== 'thread')
+    throw new InvalidArgumentError(`startMethod must be 'spawn' or 'thread' (got ${describeValue(startMethod)}).`);
   return {
     batchSize: o.batchSampler !== undefined ? 1 : batchSize,
     shuffle,

@@ -29,7 +29,13 @@ export function releaseTensors(value: unknown): void {
  * queue arrives without it.
  */
 export function disposable<B>(batch: B): B {
-  if (batch !== null && typeof batch === 'object' && !(batch instanceof Tensor) && !(Symbol.dispose in batch) && Object.isExtensible(batch)) {
+  if (
+    batch !== null &&
+    typeof batch === 'object' &&
+    !(batch instanceof Tensor) &&
+    !(Symbol.dispose in batch) &&
+    Object.isExtensible(batch)
+  ) {
     Object.defineProperty(batch, Symbol.dispose, { value: () => releaseTensors(batch), enumerable: false, configurable: true });
   }
   return batch;

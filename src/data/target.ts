@@ -9,7 +9,7 @@ export interface FunctionTarget {
   export?: string;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: any parameters, so that every function type is assignable to it.
 type Fn = (...args: any[]) => unknown;
 
 export function isFunctionTarget(x: unknown): x is FunctionTarget {
@@ -18,7 +18,9 @@ export function isFunctionTarget(x: unknown): x is FunctionTarget {
 
 /** Checks the fields of a target without importing it. */
 export function checkTarget(t: unknown, what: string): asserts t is FunctionTarget {
-  const ok = isFunctionTarget(t) && (typeof t.module === 'string' || t.module instanceof URL) &&
+  const ok =
+    isFunctionTarget(t) &&
+    (typeof t.module === 'string' || t.module instanceof URL) &&
     (t.export === undefined || typeof t.export === 'string');
   if (!ok) {
     throw new InvalidArgumentError(

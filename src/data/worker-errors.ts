@@ -1,6 +1,12 @@
 // The errors an iteration with workers fails with, built from what a worker sent or how it
 // ended (NOTE [DataLoader workers]): each names the worker, its pid and the batch.
-import { DataLoaderWorkerError, DataLoaderWorkerExitedError, ShmFullError, TooManyFilesError, TensorprocSystemError } from '../errors.js';
+import {
+  DataLoaderWorkerError,
+  DataLoaderWorkerExitedError,
+  ShmFullError,
+  TooManyFilesError,
+  type TensorprocSystemError,
+} from '../errors.js';
 import type { WorkerExit } from '../workers/worker-set.js';
 import { rebuildError } from '../process/error-payload.js';
 import type { FetchRequest } from './fetch.js';
@@ -14,7 +20,8 @@ function indicesOf(req: FetchRequest): number[] | null {
 
 function describe(reqs: readonly FetchRequest[]): string {
   const all = reqs.flatMap((r) => indicesOf(r) ?? []);
-  if (all.length === 0) return reqs.length > 0 ? ` while loading ${reqs.length} batch${reqs.length > 1 ? 'es' : ''} of its iterable dataset` : '';
+  if (all.length === 0)
+    return reqs.length > 0 ? ` while loading ${reqs.length} batch${reqs.length > 1 ? 'es' : ''} of its iterable dataset` : '';
   const shown = all.length > 16 ? `${all.slice(0, 16).join(', ')}, … (${all.length} in all)` : all.join(', ');
   return ` while loading the samples of indices [${shown}]`;
 }
@@ -40,35 +47,54 @@ function resourceError(id: number, pid: number, report: ErrorReport): Error | nu
 
 /** A batch threw in worker `id` (torch: "Caught ValueError in DataLoader worker process 0."). */
 export function batchError(id: number, pid: number, req: FetchRequest, report: ErrorReport): Error {
-  return resourceError(id, pid, report) ?? new DataLoaderWorkerError(
-    `Caught ${report.error.name} in DataLoader worker ${id} (pid ${pid})${describe([req])}.\nOriginal stack:\n${report.trace}`,
-    id, pid, indicesOf(req), { cause: rebuildError(report.error) },
+  return (
+    resourceError(id, pid, report) ??
+    new DataLoaderWorkerError(
+      `Caught ${report.error.name} in DataLoader worker ${id} (pid ${pid})${describe([req])}.\nOriginal stack:\n${report.trace}`,
+      id,
+      pid,
+      indicesOf(req),
+      { cause: rebuildError(report.error) },
+    )
   );
 }
 
 /** Building the dataset, or workerInit, threw in worker `id`. */
 export function initError(id: number, pid: number | null, report: ErrorReport): Error {
-  return resourceError(id, pid ?? -1, report) ?? new DataLoaderWorkerError(
-    `Caught ${report.error.name} in DataLoader worker ${id} (pid ${pid ?? -1}) while building its dataset or running workerInit.\nOriginal stack:\n${report.trace}`,
-    id, pid ?? -1, null, { cause: rebuildError(report.error) },
+  return (
+    resourceError(id, pid ?? -1, report) ??
+    new DataLoaderWorkerError(
+      `Caught ${report.error.name} in DataLoader worker ${id} (pid ${pid ?? -1}) while building its dataset or running workerInit.\nOriginal stack:\n${report.trace}`,
+      id,
+      pid ?? -1,
+      null,
+      { cause: rebuildError(report.error) },
+    )
   );
 }
 
 /** Worker `id` died holding the tasks `held` (torch: "DataLoader worker (pid X) is killed by signal: Killed."). */
 export function exitError(id: number, exit: WorkerExit, held: readonly FetchRequest[]): DataLoaderWorkerExitedError {
-  const how = exit.signalName !== null
-    ? `was killed by signal ${exit.signalName}`
-    : exit.pid < 0 ? 'could not start' : `exited unexpectedly with code ${exit.exitCode}`;
+  const how =
+    exit.signalName !== null
+      ? `was killed by signal ${exit.signalName}`
+      : exit.pid < 0
+        ? 'could not start'
+        : `exited unexpectedly with code ${exit.exitCode}`;
   const restart = 'or, for a map-style dataset, set maxWorkerRestarts so that a new worker loads its batches again.';
-  const hint = exit.signalName === 'SIGKILL'
-    ? ` SIGKILL is what the kernel's out-of-memory killer sends (see dmesg): lower numWorkers or batchSize, ${restart}`
-    : exit.signalName === 'SIGABRT'
-      ? ' SIGABRT is how V8 ends a process whose JavaScript heap is full ("JavaScript heap out of memory" on the worker\'s stderr): ' +
-        `lower batchSize, give the workers a larger heap (NODE_OPTIONS=--max-old-space-size=MiB, read when they start), ${restart}`
-      : '';
+  const hint =
+    exit.signalName === 'SIGKILL'
+      ? ` SIGKILL is what the kernel's out-of-memory killer sends (see dmesg): lower numWorkers or batchSize, ${restart}`
+      : exit.signalName === 'SIGABRT'
+        ? ' SIGABRT is how V8 ends a process whose JavaScript heap is full ("JavaScript heap out of memory" on the worker\'s stderr): ' +
+          `lower batchSize, give the workers a larger heap (NODE_OPTIONS=--max-old-space-size=MiB, read when they start), ${restart}`
+        : '';
   const detail = exit.error && exit.signalName === null ? `\n${exit.error.message.trim()}` : '';
   return new DataLoaderWorkerExitedError(
     `DataLoader worker ${id} (pid ${exit.pid}) ${how}${describe(held)}.${hint}${detail}`,
-    id, exit.pid, exit.signalName === null ? exit.exitCode : null, exit.signalName,
+    id,
+    exit.pid,
+    exit.signalName === null ? exit.exitCode : null,
+    exit.signalName,
   );
 }

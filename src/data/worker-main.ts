@@ -50,9 +50,10 @@ export const main = workerMain<[WorkerSpec]>(async ({ id, port, args: [spec] }) 
     dataset = (await buildDataset(spec.dataset)).dataset;
     setWorkerInfo({ ...info, dataset });
     if (spec.workerInit !== null) await (await loadFunction(spec.workerInit, 'workerInit target'))(id);
-    collate = spec.collate !== null
-      ? (await loadFunction(spec.collate, 'collate target')) as CollateFn
-      : (spec.batchSize === null ? defaultConvert : defaultCollate) as CollateFn;
+    collate =
+      spec.collate !== null
+        ? ((await loadFunction(spec.collate, 'collate target')) as CollateFn)
+        : ((spec.batchSize === null ? defaultConvert : defaultCollate) as CollateFn);
   } catch (e) {
     port.send(failure(null, e));
     await port.flushed();

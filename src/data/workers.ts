@@ -94,14 +94,17 @@ export class LoaderWorkers {
     this.#n = o.spec.numWorkers;
     this.#held = Array.from({ length: this.#n }, () => []);
     this.#active = new Array<boolean>(this.#n).fill(true);
-    this.#set = withWorkerTunables(() => new WorkerSet({
-      main: MAIN,
-      size: this.#n,
-      startMethod: o.startMethod,
-      args: () => [o.spec],
-      onMessage: (id, m) => this.#onMessage(id, m as FromWorker),
-      onExit: (id, exit) => this.#onExit(id, exit),
-    }));
+    this.#set = withWorkerTunables(
+      () =>
+        new WorkerSet({
+          main: MAIN,
+          size: this.#n,
+          startMethod: o.startMethod,
+          args: () => [o.spec],
+          onMessage: (id, m) => this.#onMessage(id, m as FromWorker),
+          onExit: (id, exit) => this.#onExit(id, exit),
+        }),
+    );
   }
 
   get pids(): number[] {
@@ -166,7 +169,13 @@ export class LoaderWorkers {
       for (const t of pending) this.#send(id, this.#tasks.get(t)!);
       return;
     }
-    this.#fail(exitError(id, exit, pending.map((t) => this.#tasks.get(t)?.req ?? null)));
+    this.#fail(
+      exitError(
+        id,
+        exit,
+        pending.map((t) => this.#tasks.get(t)?.req ?? null),
+      ),
+    );
   }
 
   #send(worker: number, task: Task): void {
@@ -200,10 +209,16 @@ export class LoaderWorkers {
       await new Promise<void>((resolve) => {
         this.#wake = resolve;
         if (ms > 0) {
-          timer = setTimeout(() => this.#fail(new DataLoaderTimeoutError(
-            `DataLoader timed out after ${this.#o.timeout} ms waiting for a batch from its workers. ` +
-              'Raise `timeout` for datasets that are slow to load, or set it to 0 to wait as long as it takes.',
-          )), ms);
+          timer = setTimeout(
+            () =>
+              this.#fail(
+                new DataLoaderTimeoutError(
+                  `DataLoader timed out after ${this.#o.timeout} ms waiting for a batch from its workers. ` +
+                    'Raise `timeout` for datasets that are slow to load, or set it to 0 to wait as long as it takes.',
+                ),
+              ),
+            ms,
+          );
         }
       });
     } finally {
@@ -312,7 +327,8 @@ export class LoaderWorkers {
 
   /** Stops every worker and waits for them (NOTE [DataLoader workers]). */
   async stop(): Promise<void> {
-    if (this.#running) this.#fail(new DataLoaderClosedError('The DataLoader was closed while this iteration was running: its workers are stopped.'));
+    if (this.#running)
+      this.#fail(new DataLoaderClosedError('The DataLoader was closed while this iteration was running: its workers are stopped.'));
     this.#stopped = true;
     this.#wakeUp();
     await this.#set.stop({ grace: 1000 });

@@ -145,7 +145,8 @@ export class Registry {
 
   #state(name: string): NameState {
     let st = this.#names.get(name);
-    if (st === undefined) this.#names.set(name, (st = { holders: new Set(), crashed: false, graceTimer: null, crashSince: null, orphanSince: null }));
+    if (st === undefined)
+      this.#names.set(name, (st = { holders: new Set(), crashed: false, graceTimer: null, crashSince: null, orphanSince: null }));
     return st;
   }
 
@@ -309,7 +310,8 @@ export class Registry {
       // then one of them turned out to have crashed).
       st.crashSince ??= now;
       const wait = st.crashSince + CRASH_GRACE_MS - now;
-      if (wait <= 0) return this.#unlink(name, `${total} reference(s) in flight were not taken within ${CRASH_GRACE_MS} ms of its holders' death`);
+      if (wait <= 0)
+        return this.#unlink(name, `${total} reference(s) in flight were not taken within ${CRASH_GRACE_MS} ms of its holders' death`);
       return this.#schedule(name, st, wait);
     }
     st.orphanSince ??= now;
@@ -319,7 +321,11 @@ export class Registry {
     const noUser = this.#liveUsers() === 0;
     const cut = noUser && this.#lastUserKilled !== null ? this.#lastUserKilled + CRASH_GRACE_MS - now : Infinity;
     if (wait > 0 && cut > 0) return this.#schedule(name, st, Math.min(wait, cut));
-    if (noUser && wait > 0) return this.#unlink(name, `${total} reference(s) in flight, and the last process that could take them was killed over ${CRASH_GRACE_MS} ms ago`);
+    if (noUser && wait > 0)
+      return this.#unlink(
+        name,
+        `${total} reference(s) in flight, and the last process that could take them was killed over ${CRASH_GRACE_MS} ms ago`,
+      );
     if (noUser) return this.#unlink(name, `${total} reference(s) in flight and no process left to take them`);
     // Kept while a user lives (it may still receive the message); judged again at each death.
   }
@@ -338,7 +344,6 @@ export class Registry {
     if (st.graceTimer !== null) clearTimeout(st.graceTimer);
     st.graceTimer = null;
   }
-
 
   #unlink(name: string, why: string): void {
     try {

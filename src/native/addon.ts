@@ -147,7 +147,9 @@ function load(): { addon: Addon; path: string } {
       process.dlopen(module, path);
       return { addon: module.exports, path };
     } catch (e) {
-      throw new AddonError(`The tensorproc native addon at ${path} does not load (${(e as Error).message}). Rebuild it: \`npm rebuild tensorproc\`.`);
+      throw new AddonError(
+        `The tensorproc native addon at ${path} does not load (${(e as Error).message}). Rebuild it: \`npm rebuild tensorproc\`.`,
+      );
     }
   }
   throw new AddonError(

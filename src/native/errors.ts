@@ -1,10 +1,5 @@
 // Turns the addon's errno errors into the coded classes of src/errors.ts.
-import {
-  ShmFullError,
-  TooManyFilesError,
-  SegmentGoneError,
-  TensorprocSystemError,
-} from '../errors.js';
+import { ShmFullError, TooManyFilesError, SegmentGoneError, TensorprocSystemError } from '../errors.js';
 
 interface ErrnoLike {
   errno?: number;
@@ -31,10 +26,7 @@ export function systemError(e: unknown, what: string): Error {
       );
     case 'EMFILE':
     case 'ENFILE':
-      return new TooManyFilesError(
-        `${base}. The open-file limit is reached: raise it (ulimit -n) or hold fewer descriptors open.`,
-        err,
-      );
+      return new TooManyFilesError(`${base}. The open-file limit is reached: raise it (ulimit -n) or hold fewer descriptors open.`, err);
     case 'ENOENT':
       return new SegmentGoneError(
         `${base}. The shared-memory segment no longer exists: its owner removed it, or its users all exited before it was opened.`,

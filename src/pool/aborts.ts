@@ -20,7 +20,12 @@ const ABORT_KILL_MS = 1000;
  * Stops each live worker whose progress word (`ctl[id]`) says it has begun a chunk of `call`;
  * `kill(id, signal)` signals worker `id`.
  */
-export function stopRunning(call: Call, workers: readonly WorkerState[], ctl: Int32Array, kill: (id: number, signal: NodeJS.Signals) => void): void {
+export function stopRunning(
+  call: Call,
+  workers: readonly WorkerState[],
+  ctl: Int32Array,
+  kill: (id: number, signal: NodeJS.Signals) => void,
+): void {
   for (let id = 0; id < workers.length; id++) {
     const w = workers[id]!;
     if (w.alive && w.holds(Atomics.load(ctl, id), call)) stopForAbort(id, w, kill);

@@ -40,7 +40,14 @@ export class IterCall extends Call implements AsyncIterableIterator<unknown> {
   #end: Failure | null = null;
   #finished = false;
 
-  constructor(host: CallHost, target: number, source: Iterable<unknown> | AsyncIterable<unknown>, chunkLen: number, ordered: boolean, ahead: number) {
+  constructor(
+    host: CallHost,
+    target: number,
+    source: Iterable<unknown> | AsyncIterable<unknown>,
+    chunkLen: number,
+    ordered: boolean,
+    ahead: number,
+  ) {
     super(host, target, MODE_ITEM, chunkLen, true);
     this.#ordered = ordered;
     this.#ahead = ahead;

@@ -50,7 +50,8 @@ export class Pool implements AsyncDisposable {
 
   constructor(options: number | PoolOptions = {}) {
     const o: PoolOptions = typeof options === 'number' ? { processes: options } : options;
-    if (o === null || typeof o !== 'object') throw new InvalidArgumentError('new Pool(options): options must be a number of processes or an object.');
+    if (o === null || typeof o !== 'object')
+      throw new InvalidArgumentError('new Pool(options): options must be a number of processes or an object.');
     const processes = o.processes ?? availableParallelism();
     if (!Number.isInteger(processes) || processes < 1) {
       throw new InvalidArgumentError(`Pool: processes must be a positive integer (got ${String(processes)}).`);
@@ -64,7 +65,8 @@ export class Pool implements AsyncDisposable {
       throw new InvalidArgumentError(`Pool: startMethod must be 'spawn' or 'thread' (got ${String(startMethod)}).`);
     }
     const initargs = o.initargs ?? [];
-    if (!Array.isArray(initargs)) throw new InvalidArgumentError('Pool: initargs must be an array: the initializer is called as fn(...initargs).');
+    if (!Array.isArray(initargs))
+      throw new InvalidArgumentError('Pool: initargs must be an array: the initializer is called as fn(...initargs).');
     const initializer: TargetSpec | null = o.initializer == null ? null : checkTarget(o.initializer);
     this.processes = processes;
     this.#scheduler = new Scheduler({
@@ -87,14 +89,19 @@ export class Pool implements AsyncDisposable {
   }
 
   /** fn(...args) for each array of arguments; the results in order. */
-  starmap<R = unknown>(target: Target, iterable: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>, options: MapOptions = {}): Promise<R[]> {
+  starmap<R = unknown>(
+    target: Target,
+    iterable: Iterable<readonly unknown[]> | AsyncIterable<readonly unknown[]>,
+    options: MapOptions = {},
+  ): Promise<R[]> {
     return this.#list(target, iterable, options, 'starmap') as Promise<R[]>;
   }
 
   /** fn(...args) in a worker; its result. */
   apply<R = unknown>(target: Target, args: readonly unknown[] = [], options: CallOptions = {}): Promise<R> {
     try {
-      if (!Array.isArray(args)) throw new InvalidArgumentError('apply(target, args): args must be an array: the task is called as fn(...args).');
+      if (!Array.isArray(args))
+        throw new InvalidArgumentError('apply(target, args): args must be an array: the task is called as fn(...args).');
       return this.#start(target, [args], 1, options, true, true) as Promise<R>;
     } catch (e) {
       return Promise.reject(e);
@@ -102,12 +109,20 @@ export class Pool implements AsyncDisposable {
   }
 
   /** fn(item) for each item, as an async iterable of the results in order; the input is read lazily. */
-  imap<R = unknown>(target: Target, iterable: Iterable<unknown> | AsyncIterable<unknown>, options: ImapOptions = {}): AsyncIterableIterator<R> {
+  imap<R = unknown>(
+    target: Target,
+    iterable: Iterable<unknown> | AsyncIterable<unknown>,
+    options: ImapOptions = {},
+  ): AsyncIterableIterator<R> {
     return this.#iter(target, iterable, options, true) as AsyncIterableIterator<R>;
   }
 
   /** imap(), the results as they finish. */
-  imapUnordered<R = unknown>(target: Target, iterable: Iterable<unknown> | AsyncIterable<unknown>, options: ImapOptions = {}): AsyncIterableIterator<R> {
+  imapUnordered<R = unknown>(
+    target: Target,
+    iterable: Iterable<unknown> | AsyncIterable<unknown>,
+    options: ImapOptions = {},
+  ): AsyncIterableIterator<R> {
     return this.#iter(target, iterable, options, false) as AsyncIterableIterator<R>;
   }
 
@@ -122,10 +137,16 @@ export class Pool implements AsyncDisposable {
       src = [];
       for await (const x of iterable) (src as unknown[]).push(x);
       this.#check();
-    } else throw new InvalidArgumentError(`${what}(target, iterable): iterable must be an array, an iterable or an async iterable (got ${typeOf(iterable)}).`);
+    } else
+      throw new InvalidArgumentError(
+        `${what}(target, iterable): iterable must be an array, an iterable or an async iterable (got ${typeOf(iterable)}).`,
+      );
     if (what === 'starmap') {
       for (let i = 0; i < src.length; i++) {
-        if (!Array.isArray(src[i])) throw new InvalidArgumentError(`starmap(target, iterable): each item must be an array of arguments (item ${i} is ${typeOf(src[i])}).`);
+        if (!Array.isArray(src[i]))
+          throw new InvalidArgumentError(
+            `starmap(target, iterable): each item must be an array of arguments (item ${i} is ${typeOf(src[i])}).`,
+          );
       }
     }
     const chunksize = options.chunksize ?? defaultChunksize(src.length, this.processes);
@@ -133,7 +154,14 @@ export class Pool implements AsyncDisposable {
     return this.#start(target, src, chunksize, options, what === 'starmap', false);
   }
 
-  #start(target: Target, src: readonly unknown[], chunksize: number, options: CallOptions, star: boolean, single: boolean): Promise<unknown> {
+  #start(
+    target: Target,
+    src: readonly unknown[],
+    chunksize: number,
+    options: CallOptions,
+    star: boolean,
+    single: boolean,
+  ): Promise<unknown> {
     this.#check();
     checkCallOptions(options);
     const id = this.#scheduler.targetId(checkTarget(target));
@@ -147,7 +175,9 @@ export class Pool implements AsyncDisposable {
     checkCallOptions(options);
     const what = ordered ? 'imap' : 'imapUnordered';
     if (!isIterable(iterable) && !isAsyncIterable(iterable)) {
-      throw new InvalidArgumentError(`${what}(target, iterable): iterable must be an iterable or an async iterable (got ${typeOf(iterable)}).`);
+      throw new InvalidArgumentError(
+        `${what}(target, iterable): iterable must be an iterable or an async iterable (got ${typeOf(iterable)}).`,
+      );
     }
     const chunksize = options.chunksize ?? 1;
     checkCount(chunksize, 'chunksize');
@@ -204,7 +234,11 @@ export class Pool implements AsyncDisposable {
   /** Waits for the workers to exit, after close() or terminate(); PoolRunningError before. */
   join(): Promise<void> {
     if (this.#joined === null) {
-      return Promise.reject(new PoolRunningError('join(): the pool is still running. Call close() (finish the calls made, then stop) or terminate() (stop now) first.'));
+      return Promise.reject(
+        new PoolRunningError(
+          'join(): the pool is still running. Call close() (finish the calls made, then stop) or terminate() (stop now) first.',
+        ),
+      );
     }
     return this.#joined;
   }

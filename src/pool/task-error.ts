@@ -27,7 +27,7 @@ function classes(): Map<string, ErrorClass> {
 }
 
 export function rebuildTaskError(s: SerializedError): Error {
-  const code = s.fields['code'];
+  const code = s.fields.code;
   const cls = typeof code === 'string' && code.startsWith('ERR_TP_') ? classes().get(code) : undefined;
   if (cls === undefined || s.name !== cls.name) return rebuildError(s);
   const e = Reflect.construct(cls, [s.message, {}]) as Error;

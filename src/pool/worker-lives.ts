@@ -17,7 +17,10 @@ import { WorkerState } from './worker-state.js';
 import { DONE, INIT_FAILED, READY, controlWords } from './messages.js';
 
 // The worker's program (src/programs/), by path: a worker child loads it as its target.
-const MAIN = { module: new URL(`../programs/pool-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url), export: 'main' };
+const MAIN = {
+  module: new URL(`../programs/pool-worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url),
+  export: 'main',
+};
 /** Workers that die one after another before they are ready, before the pool gives up. */
 const MAX_START_FAILURES = 3;
 
@@ -139,7 +142,12 @@ export class PoolWorkers {
         break;
       case INIT_FAILED: {
         const cause = rebuildTaskError(m[1] as SerializedError);
-        this.fail(new PoolBrokenError(`The pool's initializer threw in worker ${id}: ${cause.message}. The pool cannot run tasks; fix the initializer and make a new Pool.`, { cause }));
+        this.fail(
+          new PoolBrokenError(
+            `The pool's initializer threw in worker ${id}: ${cause.message}. The pool cannot run tasks; fix the initializer and make a new Pool.`,
+            { cause },
+          ),
+        );
         break;
       }
     }
@@ -153,7 +161,12 @@ export class PoolWorkers {
     this.#opts.onExit(id, w, Atomics.load(this.ctl, id), exit);
     if (this.#broken || this.#stopping) return;
     if (!w.ready && !w.stoppedForAbort && ++this.#startFailures >= MAX_START_FAILURES) {
-      this.fail(new PoolBrokenError(`${MAX_START_FAILURES} workers in a row ended before they were ready (the last: ${exit.error?.message ?? `exit code ${exit.exitCode}`}); the pool stops trying.`, { cause: exit.error }));
+      this.fail(
+        new PoolBrokenError(
+          `${MAX_START_FAILURES} workers in a row ended before they were ready (the last: ${exit.error?.message ?? `exit code ${exit.exitCode}`}); the pool stops trying.`,
+          { cause: exit.error },
+        ),
+      );
       return;
     }
     this.renew(id);

@@ -12,7 +12,21 @@ import { END, NOTHING, workerMain, type WorkerPort } from '../workers/worker-por
 import './control-block.js';
 import type { ControlBlock } from './control-block.js';
 import {
-  DONE, FAILED, GROUP_FIELDS, INIT_FAILED, MAX_BATCH, MODE_ABORTABLE, MODE_STAR, NO_SLOT, OK, READY, RUN, SKIPPED, TARGET, genWord, packNumbers,
+  DONE,
+  FAILED,
+  GROUP_FIELDS,
+  INIT_FAILED,
+  MAX_BATCH,
+  MODE_ABORTABLE,
+  MODE_STAR,
+  NO_SLOT,
+  OK,
+  READY,
+  RUN,
+  SKIPPED,
+  TARGET,
+  genWord,
+  packNumbers,
 } from './messages.js';
 
 export interface PoolWorkerStart {
@@ -213,7 +227,8 @@ class Runner {
       for (let i = from; i < to; i++) {
         const item = g.items[i];
         let r: unknown = star ? fn(...(item as unknown[])) : fn(item);
-        if (r !== null && (typeof r === 'object' || typeof r === 'function') && typeof (r as PromiseLike<unknown>).then === 'function') r = await r;
+        if (r !== null && (typeof r === 'object' || typeof r === 'function') && typeof (r as PromiseLike<unknown>).then === 'function')
+          r = await r;
         this.#values.push(r);
       }
     } catch (e) {

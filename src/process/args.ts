@@ -67,4 +67,3 @@ export async function decodeArgs(
   if (!Array.isArray(args)) throw new TypeError('The spawn arguments did not decode to an array.');
   return args;
 }
-

@@ -25,7 +25,7 @@ export function checkNotLoading(): void {
   throw new SpawnInBootstrapError(
     `This child is still importing its target module (${loading}), and that import tried to start processes: ` +
       'code at the top level of the module starts them, and would start them again in every child. ' +
-      'Move it into a function, or guard it as a program\'s main code: ' +
+      "Move it into a function, or guard it as a program's main code: " +
       '`if (mp.parentProcess() === null) await main()` (torch: `if __name__ == "__main__"`; ' +
       '`isMainThread` is true in a process child too).',
   );

@@ -89,9 +89,10 @@ export function startChildren(
         preload,
         identity,
       };
-      const child = startMethod === 'spawn'
-        ? new ProcessChild(start, { entry, execArgv, daemon, argFds: encoded.fds, env }, onExit)
-        : new ThreadChild(start, { entry, daemon, env }, onExit);
+      const child =
+        startMethod === 'spawn'
+          ? new ProcessChild(start, { entry, execArgv, daemon, argFds: encoded.fds, env }, onExit)
+          : new ThreadChild(start, { entry, daemon, env }, onExit);
       children.push(child);
       child.markRunning();
     }

@@ -202,7 +202,9 @@ function joinOptions(options: JoinOptions | number | null | undefined): JoinOpti
 function checkMs(value: number | null | undefined, name: 'timeout' | 'gracePeriod'): number | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'number' || !(value >= 0)) {
-    throw new InvalidArgumentError(`join(): ${name} must be a number of milliseconds >= 0, or null to wait without limit (got ${String(value)}).`);
+    throw new InvalidArgumentError(
+      `join(): ${name} must be a number of milliseconds >= 0, or null to wait without limit (got ${String(value)}).`,
+    );
   }
   if (value > 0x7fffffff) return name === 'timeout' ? null : Infinity;
   return value;

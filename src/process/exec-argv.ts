@@ -42,7 +42,7 @@ export function loaderApiForThreads(): string | null {
     let value: string | undefined;
     if (a === '--import' || a === '--loader' || a === '--experimental-loader' || a === '--require' || a === '-r') value = argv[i + 1];
     else if (/^--(import|loader|experimental-loader|require)=/.test(a)) value = a.slice(a.indexOf('=') + 1);
-    if (!value || !value.includes('tsx')) continue;
+    if (!value?.includes('tsx')) continue;
     const base = value.startsWith('file:') ? new URL(value).pathname : isAbsolute(value) ? value : join(process.cwd(), 'noop.js');
     try {
       // The ESM build: require.resolve() would give the CommonJS one, whose register() does

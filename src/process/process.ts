@@ -112,7 +112,13 @@ export class Process {
     const spec = checkTarget(this.#target);
     const encoded = encodeArgs(this.#args);
     const { daemon } = this;
-    [this.#child] = startChildren(spec, encoded, { startMethod: this.startMethod, daemon }, [{ index: null, identity: this.#identity }], (c) => this.#onExit(c));
+    [this.#child] = startChildren(
+      spec,
+      encoded,
+      { startMethod: this.startMethod, daemon },
+      [{ index: null, identity: this.#identity }],
+      (c) => this.#onExit(c),
+    );
   }
 
   /** Waits until the child has exited, or `timeout` ms have passed (then it may still run: see isAlive()). */
@@ -121,7 +127,9 @@ export class Process {
     const child = this.#child;
     if (!child) throw new ProcessStateError(`The process ${this.name} has not been started: only a started process can be joined.`);
     if (timeout !== undefined && timeout !== null && (typeof timeout !== 'number' || !(timeout >= 0))) {
-      throw new InvalidArgumentError(`join(timeout): timeout must be a number of milliseconds >= 0, or null to wait without limit (got ${describe(timeout)}).`);
+      throw new InvalidArgumentError(
+        `join(timeout): timeout must be a number of milliseconds >= 0, or null to wait without limit (got ${describe(timeout)}).`,
+      );
     }
     if (!child.isAlive()) return;
     // While someone waits, a daemon child keeps the loop alive: an awaited join() must not

@@ -62,6 +62,8 @@ export function resolveModule(specifier: string, base: string): string {
   try {
     return pathToFileURL(createRequire(join(base, 'noop.js')).resolve(specifier)).href;
   } catch {
-    throw new TargetNotFoundError(`The spawn target package '${specifier}' cannot be resolved from ${base}. Install it, or pass an absolute path or file URL.`);
+    throw new TargetNotFoundError(
+      `The spawn target package '${specifier}' cannot be resolved from ${base}. Install it, or pass an absolute path or file URL.`,
+    );
   }
 }

@@ -49,11 +49,7 @@ export class ThreadChild extends ChildHandle {
   /** Settles once the thread has its own copies of its argument descriptors, or has exited. */
   readonly argsTaken = new Promise<void>((resolve) => (this.#argsTaken = resolve));
 
-  constructor(
-    start: StartMessage,
-    options: { entry: URL; daemon: boolean; env: NodeJS.ProcessEnv },
-    onExit: (child: ChildHandle) => void,
-  ) {
+  constructor(start: StartMessage, options: { entry: URL; daemon: boolean; env: NodeJS.ProcessEnv }, onExit: (child: ChildHandle) => void) {
     super(start.index, start.identity.name, onExit);
     const exitState = new Int32Array(new SharedArrayBuffer(4));
     const workerData: ThreadStartMessage = { ...start, exitState };
@@ -136,4 +132,3 @@ export class ThreadChild extends ChildHandle {
     else this.#worker.unref();
   }
 }
-

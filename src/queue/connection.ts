@@ -86,7 +86,12 @@ export class Connection<T = unknown> {
       rebuild(state, ctx) {
         const [i, mode] = checkState(state, 2, 'pipe end');
         const fd = ctx.takeFd(i);
-        return reuseOrAdopt<Connection>([fd], 0, (x) => !x.closed, (key) => Connection.adopt(fd, mode! & (READABLE | WRITABLE), key));
+        return reuseOrAdopt<Connection>(
+          [fd],
+          0,
+          (x) => !x.closed,
+          (key) => Connection.adopt(fd, mode! & (READABLE | WRITABLE), key),
+        );
       },
     });
   }

@@ -140,10 +140,15 @@ export class Event {
       rebuild(state, ctx) {
         const [i] = checkState(state, 1, 'event');
         const fd = ctx.takeFd(i!);
-        return reuseOrAdopt<Event>([fd], 0, (x) => !x.#closed, (key) => {
-          adopting = { words: SharedWords.open(fd), key }; // open() closes fd if it fails
-          return new Event();
-        });
+        return reuseOrAdopt<Event>(
+          [fd],
+          0,
+          (x) => !x.#closed,
+          (key) => {
+            adopting = { words: SharedWords.open(fd), key }; // open() closes fd if it fails
+            return new Event();
+          },
+        );
       },
     });
   }

@@ -80,7 +80,10 @@ export class Queue<T = unknown> {
         given = typeof options === 'number' ? options : options?.maxsize;
       } catch (e) {
         // A revoked Proxy (or a throwing getter) as the options: the caller's error, named.
-        throw new InvalidArgumentError(`new Queue() could not read its options (${(e as Error)?.message ?? String(e)}): pass a maxsize or { maxsize }.`, { cause: e });
+        throw new InvalidArgumentError(
+          `new Queue() could not read its options (${(e as Error)?.message ?? String(e)}): pass a maxsize or { maxsize }.`,
+          { cause: e },
+        );
       }
       const maxsize = checkMaxsize(given);
       let fds: [number, number];
@@ -251,17 +254,22 @@ export class Queue<T = unknown> {
       rebuild(state, ctx) {
         const [maxsize, s, r, w] = checkState(state, 4, 'queue');
         const fds = [ctx.takeFd(s), ctx.takeFd(r), ctx.takeFd(w)];
-        return reuseOrAdopt<Queue>(fds, 1, (x) => !x.isClosed(), (key) => {
-          let words: SharedWords;
-          try {
-            words = SharedWords.open(fds[2]!); // closes its descriptor if it fails
-          } catch (e) {
-            closeAll(fds.slice(0, 2));
-            throw e;
-          }
-          adopting = new QueueCore(fds[0]!, fds[1]!, words, checkMaxsize(maxsize), key);
-          return new Queue();
-        });
+        return reuseOrAdopt<Queue>(
+          fds,
+          1,
+          (x) => !x.isClosed(),
+          (key) => {
+            let words: SharedWords;
+            try {
+              words = SharedWords.open(fds[2]!); // closes its descriptor if it fails
+            } catch (e) {
+              closeAll(fds.slice(0, 2));
+              throw e;
+            }
+            adopting = new QueueCore(fds[0]!, fds[1]!, words, checkMaxsize(maxsize), key);
+            return new Queue();
+          },
+        );
       },
     });
   }
@@ -269,7 +277,8 @@ export class Queue<T = unknown> {
 
 function checkMaxsize(m: unknown): number {
   if (m === undefined || m === null) return Infinity;
-  if (typeof m !== 'number' || !Number.isInteger(m)) throw new InvalidArgumentError(`maxsize must be an integer (got ${describeValue(m)}).`);
+  if (typeof m !== 'number' || !Number.isInteger(m))
+    throw new InvalidArgumentError(`maxsize must be an integer (got ${describeValue(m)}).`);
   // torch: maxsize <= 0 means no limit. The slot count is a 32-bit word.
   if (m <= 0) return Infinity;
   if (m > 2 ** 31 - 2) throw new InvalidArgumentError(`maxsize must be at most ${2 ** 31 - 2} (got ${m}); use 0 for no limit.`);

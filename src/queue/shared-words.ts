@@ -42,9 +42,11 @@ export class SharedWords {
   static open(fd: number): SharedWords {
     try {
       const [size, , , seals] = addon.memfdInfo(fd);
-      if (size < BYTES) throw new BadHandleError(`A received queue or event state is ${size} bytes, expected ${BYTES}: it is not from tensorproc.`);
+      if (size < BYTES)
+        throw new BadHandleError(`A received queue or event state is ${size} bytes, expected ${BYTES}: it is not from tensorproc.`);
       // As a received segment (Segment.openFd): a file its sender could shrink would SIGBUS us.
-      if (seals < 0 || (seals & addon.SEAL_SHRINK) === 0) throw new BadHandleError('A received queue or event state is not a sealed tensorproc memfd: it is not from tensorproc.');
+      if (seals < 0 || (seals & addon.SEAL_SHRINK) === 0)
+        throw new BadHandleError('A received queue or event state is not a sealed tensorproc memfd: it is not from tensorproc.');
       return new SharedWords(fd);
     } catch (e) {
       addon.close(fd);

@@ -65,10 +65,15 @@ export class SimpleQueue<T = unknown> {
       rebuild(state, ctx) {
         const [s, r] = checkState(state, 2, 'queue');
         const fds = [ctx.takeFd(s), ctx.takeFd(r)];
-        return reuseOrAdopt<SimpleQueue>(fds, 1, (x) => !x.isClosed(), (key) => {
-          adopting = { endpoint: new Endpoint(fds[0]!, fds[1]!, { what: 'queue' }), key };
-          return new SimpleQueue();
-        });
+        return reuseOrAdopt<SimpleQueue>(
+          fds,
+          1,
+          (x) => !x.isClosed(),
+          (key) => {
+            adopting = { endpoint: new Endpoint(fds[0]!, fds[1]!, { what: 'queue' }), key };
+            return new SimpleQueue();
+          },
+        );
       },
     });
   }

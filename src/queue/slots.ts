@@ -138,7 +138,11 @@ export class Slots {
       if (timeout !== null) {
         w.timer = setTimeout(() => {
           if (!this.#remove(w)) return;
-          reject(new QueueFullError(`The queue stayed full (maxsize ${this.maxsize}) for ${timeout} ms. Consume faster, raise maxsize, or put with a longer timeout.`));
+          reject(
+            new QueueFullError(
+              `The queue stayed full (maxsize ${this.maxsize}) for ${timeout} ms. Consume faster, raise maxsize, or put with a longer timeout.`,
+            ),
+          );
         }, timeout);
       }
       this.#waiters.push(w);

@@ -126,7 +126,15 @@ export function importStorage(handle: StorageHandle, fd: number | null, fdCarrie
   if (strategy === 'file_system') {
     if (fd !== null) addon.close(fd);
     if (typeof name !== 'string') throw new BadHandleError('A file_system handle arrived without a segment name.');
-    return importKnown(`fs:${name}`, offset, nbytes, null) ?? importNew(withReserve(() => Segment.openName(name, end), isTooManyFiles), offset, nbytes, null);
+    return (
+      importKnown(`fs:${name}`, offset, nbytes, null) ??
+      importNew(
+        withReserve(() => Segment.openName(name, end), isTooManyFiles),
+        offset,
+        nbytes,
+        null,
+      )
+    );
   }
   // The sender's identity hint finds a mapping this process has without an fstat; when it
   // finds none, the descriptor's real identity is looked up once more (a hint may be stale
@@ -189,7 +197,8 @@ function importKnown(key: string, offset: number, nbytes: number, fd: number | n
       if (nbytes > existing.nbytes) throw new BadHandleError(`A handle claims ${nbytes} bytes of a ${existing.nbytes}-byte storage.`);
       return existing;
     }
-    if (offset + nbytes > segment.capacity) throw new BadHandleError(`A handle claims bytes ${offset} to ${offset + nbytes} of a segment that holds ${segment.capacity}.`);
+    if (offset + nbytes > segment.capacity)
+      throw new BadHandleError(`A handle claims bytes ${offset} to ${offset + nbytes} of a segment that holds ${segment.capacity}.`);
     const storage = Storage.fromBacking(new Lease(segment, offset, nbytes, segment.owned), nbytes);
     remember(id, storage, segment);
     return storage;

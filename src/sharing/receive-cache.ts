@@ -7,7 +7,7 @@
 // the memory alive after its producer dropped it; the bounds below keep that small.
 import { addon } from '../native/index.js';
 import type { Segment } from './segment.js';
-import { type CacheEntry, type SpareLike } from './segment-cache.js';
+import type { CacheEntry, SpareLike } from './segment-cache.js';
 
 /** Lets go of a parked mapping: its spare buffer, which no user saw, first (Segment.unmap()). */
 function unmapEntry(entry: CacheEntry<SpareLike>): void {

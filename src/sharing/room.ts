@@ -86,7 +86,10 @@ export function checkRoom(strategy: SharingStrategy, bytes: number): void {
   last = { at: performance.now(), mem, cgroup, shm, made: 0 };
   const room = Math.min(mem, shm ?? Infinity);
   if (bytes > room) {
-    const where = shm !== null && shm <= mem ? `/dev/shm has ${fmt(shm)} free` : `${fmt(mem)} of memory is available${cgroup ? ' under the memory limit of its cgroup' : ''}`;
+    const where =
+      shm !== null && shm <= mem
+        ? `/dev/shm has ${fmt(shm)} free`
+        : `${fmt(mem)} of memory is available${cgroup ? ' under the memory limit of its cgroup' : ''}`;
     throw new ShmFullError(
       `Cannot allocate a shared segment of ${fmt(bytes)} (${strategy}): ${where}. ` +
         'Release tensors you no longer need, free /dev/shm (npx tensorproc shm ls / shm clean), or give the machine or container more memory (docker: --shm-size).',
@@ -105,6 +108,9 @@ function fmt(n: number): string {
   if (!Number.isFinite(n)) return 'unlimited';
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let i = 0;
-  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
   return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
 }

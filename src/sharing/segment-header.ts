@@ -44,7 +44,14 @@ import { addon, type NativeMapping } from '../native/index.js';
 export const HEADER_BYTES = 4096;
 export const MAGIC = 0x47535054; // "TPSG" little-endian
 export const VERSION = 2;
-export const W_MAGIC = 0, W_VERSION = 1, W_REFS = 2, W_PID = 3, W_CAP_LO = 4, W_CAP_HI = 5, W_WAITING = 6, W_SLOTS_USED = 7;
+export const W_MAGIC = 0,
+  W_VERSION = 1,
+  W_REFS = 2,
+  W_PID = 3,
+  W_CAP_LO = 4,
+  W_CAP_HI = 5,
+  W_WAITING = 6,
+  W_SLOTS_USED = 7;
 const W_SLOTS = 16;
 export const SLOTS = (HEADER_BYTES / 4 - W_SLOTS) / 2;
 const RECLAIMING = -1;

@@ -33,7 +33,6 @@ import { managerClient } from './manager/client.js';
 import { debug } from '../debug.js';
 import { ensureMappingRoom, noteSegmentMapped, noteSegmentUnmapped } from './mappings.js';
 
-
 const unmapHooks: ((segment: Segment) => void)[] = [];
 /**
  * Calls `hook` with each segment as it is unmapped: for what a layer above keeps per segment
@@ -91,8 +90,15 @@ export class Segment {
   /** Count word of this process's slot: -2 not looked up yet, -1 none free. */
   #slot = -2;
 
-  private constructor(strategy: SharingStrategy, name: string | null, key: string, capacity: number,
-                      mapping: NativeMapping, fd: number | null, owned: boolean) {
+  private constructor(
+    strategy: SharingStrategy,
+    name: string | null,
+    key: string,
+    capacity: number,
+    mapping: NativeMapping,
+    fd: number | null,
+    owned: boolean,
+  ) {
     this.strategy = strategy;
     this.owned = owned;
     this.name = name;
@@ -205,7 +211,9 @@ export class Segment {
       // otherwise be sent the name of another user's file, and count references in it and
       // remove it at its release (found by the fault campaign's garbage kind).
       if ((mode & 0o170000) !== 0o100000 || uid !== process.geteuid!()) {
-        throw new BadHandleError(`${name} is not a segment of this user (a file of uid ${uid}, or not a regular file): the handle is not from tensorproc.`);
+        throw new BadHandleError(
+          `${name} is not a segment of this user (a file of uid ${uid}, or not a regular file): the handle is not from tensorproc.`,
+        );
       }
       const seg = Segment.#open('file_system', name, `fs:${name}`, fd, size, nbytes);
       managerClient.noteMapped(name);

@@ -17,7 +17,12 @@ export type BarrierAction = (() => unknown) | ActionTarget;
 export function checkAction(a: unknown): BarrierAction | undefined {
   if (a === undefined || typeof a === 'function') return a as BarrierAction | undefined;
   const t = a as ActionTarget;
-  if (typeof a === 'object' && a !== null && (typeof t.module === 'string' || t.module instanceof URL) && (t.export === undefined || typeof t.export === 'string')) {
+  if (
+    typeof a === 'object' &&
+    a !== null &&
+    (typeof t.module === 'string' || t.module instanceof URL) &&
+    (t.export === undefined || typeof t.export === 'string')
+  ) {
     const m = t.module;
     if (m instanceof URL || m.startsWith('file:')) return { module: new URL(m), export: t.export ?? 'default' };
     if (isAbsolute(m)) return { module: pathToFileURL(m), export: t.export ?? 'default' };

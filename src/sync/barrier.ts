@@ -58,7 +58,8 @@ export class Barrier {
       if (typeof parties !== 'number' || !Number.isSafeInteger(parties) || parties < 1 || parties > MAX_PARTIES) {
         throw new InvalidCountError(`Barrier(parties): parties must be an integer from 1 to ${MAX_PARTIES} (got ${String(parties)}).`);
       }
-      if (typeof opts !== 'object' || opts === null) throw new InvalidArgumentError('Barrier(parties, options): options must be an object { action?, timeout? }.');
+      if (typeof opts !== 'object' || opts === null)
+        throw new InvalidArgumentError('Barrier(parties, options): options must be an object { action?, timeout? }.');
       this.#action = checkAction(opts.action);
       this.#timeout = checkTimeout(opts.timeout);
       // Room for the parties and for a few more threads that only pass the barrier on.
@@ -115,7 +116,8 @@ export class Barrier {
     const left = msLeft(deadline);
     if (left <= 0) return 'timed-out';
     const r = await this.#block.waitAsync(SEQ, seq, Math.min(left, WAIT_SLICE_MS));
-    if (r === 'timed-out' && Atomics.load(this.#w, SEQ) === seq && deadMember(this.#block, MEMBER0, Atomics.load(this.#w, MEMBERS)) !== 0) return 'member-died';
+    if (r === 'timed-out' && Atomics.load(this.#w, SEQ) === seq && deadMember(this.#block, MEMBER0, Atomics.load(this.#w, MEMBERS)) !== 0)
+      return 'member-died';
     return 'changed';
   }
 
@@ -230,7 +232,10 @@ registerSyncKind<Barrier>({
   reduce: (b) => {
     const { action: a, timeout } = b[kTravel];
     if (typeof a === 'function') {
-      throw new NotTransferableError('A Barrier whose action is a function cannot travel (a function cannot cross to another process): give the action as { module, export } instead.', 'action');
+      throw new NotTransferableError(
+        'A Barrier whose action is a function cannot travel (a function cannot cross to another process): give the action as { module, export } instead.',
+        'action',
+      );
     }
     return { block: b[kBlock], base: 0, extra: [a === undefined ? null : [a.module.toString(), a.export ?? 'default'], timeout] };
   },

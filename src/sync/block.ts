@@ -119,7 +119,12 @@ export function registerSyncKind<T extends object>(kind: SyncKind<T>): void {
       if (!(storage instanceof Storage)) throw new FrameDecodeError(`A received ${kind.name} does not refer to a storage.`);
       const block = SyncBlock.of(storage);
       const base = state[1] as number;
-      if (base < 0 || base >= block.words.length || Atomics.load(block.words, base) !== kind.tag || base + kind.span(block, base) > block.words.length) {
+      if (
+        base < 0 ||
+        base >= block.words.length ||
+        Atomics.load(block.words, base) !== kind.tag ||
+        base + kind.span(block, base) > block.words.length
+      ) {
         throw new FrameDecodeError(`A received ${kind.name} does not point at one: the message is corrupt or not from tensorproc.`);
       }
       const existing = block.known(base);

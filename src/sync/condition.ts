@@ -150,7 +150,8 @@ export class Condition {
 
   /** Wakes the `n` longest waiting (default 1). The lock must be held. */
   notify(n = 1): void {
-    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new InvalidCountError(`notify(n): n must be an integer >= 0 (got ${String(n)}).`);
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
+      throw new InvalidCountError(`notify(n): n must be an integer >= 0 (got ${String(n)}).`);
     this.#mustHold('notify()');
     if (n === 0) return;
     const w = this.#w;
@@ -195,7 +196,8 @@ registerSyncKind<Condition>({
   reduce: (c, ctx) => ({ block: c[kBlock], base: 0, extra: [ctx.ref(c.getLock())] }),
   rebuild: (block, base, extra, ctx) => {
     const lock = Number.isSafeInteger(extra[0]) ? ctx.get(extra[0] as number) : undefined;
-    if (base !== 0 || !(lock instanceof Lock || lock instanceof RLock)) throw new FrameDecodeError('A received condition entry is malformed.');
+    if (base !== 0 || !(lock instanceof Lock || lock instanceof RLock))
+      throw new FrameDecodeError('A received condition entry is malformed.');
     return Condition.placeAt(block, lock);
   },
 });

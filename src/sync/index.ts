@@ -39,4 +39,5 @@ function makeArray(type: Typecode, sizeOrData: number | Iterable<Scalar> | Array
 makeArray.prototype = SharedArray.prototype;
 
 export const Value = makeValue as unknown as ValueFactory;
+// biome-ignore lint/suspicious/noShadowRestrictedNames: mp.Array is the API's name (Python's multiprocessing.Array).
 export const Array = makeArray as unknown as ArrayFactory;

@@ -56,10 +56,12 @@ export function tryStale(words: Int32Array, i: number, stale: Staleness, what: s
 function takeOverIfDead(words: Int32Array, i: number, v: number, what: string): boolean {
   if (holderAlive(v)) return false;
   if (Atomics.compareExchange(words, i, v, myToken() | WAITERS) !== v) return false;
-  process.emitWarning(new OwnerDiedWarning(
-    `A ${what} was taken over from thread ${tokenTid(v)}, which died holding it: what it protects may be half-updated (lock.ownerDied is true).`,
-    tokenTid(v),
-  ));
+  process.emitWarning(
+    new OwnerDiedWarning(
+      `A ${what} was taken over from thread ${tokenTid(v)}, which died holding it: what it protects may be half-updated (lock.ownerDied is true).`,
+      tokenTid(v),
+    ),
+  );
   return true;
 }
 
@@ -79,7 +81,9 @@ export function* acquireWord(words: Int32Array, i: number, deadline: number, syn
       continue;
     }
     if (sync && (v & TOKEN_MASK) === me) {
-      throw new WouldDeadlockError(`acquireSync() of a ${what} this thread holds would block for ever: release it first, or use await acquire(), which lets the holder run.`);
+      throw new WouldDeadlockError(
+        `acquireSync() of a ${what} this thread holds would block for ever: release it first, or use await acquire(), which lets the holder run.`,
+      );
     }
     if ((v & WAITERS) === 0) {
       if (Atomics.compareExchange(words, i, v, v | WAITERS) !== v) continue;

@@ -143,7 +143,8 @@ abstract class LockBase {
       else if (old === 0) throw new NotHeldError('release() of a Lock that is not locked (released too many times).');
       return;
     }
-    if (!this[kIsMine]()) throw new NotHeldError('release() of an RLock this thread does not hold: only the thread that acquired an RLock releases it.');
+    if (!this[kIsMine]())
+      throw new NotHeldError('release() of an RLock this thread does not hold: only the thread that acquired an RLock releases it.');
     const count = this.#words[this.#c]!;
     if (count > 1) {
       this.#words[this.#c] = count - 1;
@@ -201,7 +202,10 @@ export class RLock extends LockBase {
   }
 }
 
-for (const [type, tag] of [[Lock, LOCK_TAG], [RLock, RLOCK_TAG]] as const) {
+for (const [type, tag] of [
+  [Lock, LOCK_TAG],
+  [RLock, RLOCK_TAG],
+] as const) {
   registerSyncKind<LockBase>({
     name: type === Lock ? 'sync.lock' : 'sync.rlock',
     type,

@@ -14,7 +14,15 @@
 // consumer) is a plain increment. So a consumer that dies gives back what it acquired and
 // did not release, signals included: after a death the count is what it would be had the
 // dead thread released everything it took.
-import { BoundExceededError, FrameDecodeError, InvalidCountError, LockTimeoutError, OwnerDiedWarning, SyncCapacityError, WouldDeadlockError } from '../errors.js';
+import {
+  BoundExceededError,
+  FrameDecodeError,
+  InvalidCountError,
+  LockTimeoutError,
+  OwnerDiedWarning,
+  SyncCapacityError,
+  WouldDeadlockError,
+} from '../errors.js';
 import { SyncBlock, kBlock, registerSyncKind } from './block.js';
 import { holderAlive, myToken, tokenTid } from './holder.js';
 import { TAKEN, TIMED_OUT } from './lock-word.js';
@@ -142,7 +150,12 @@ abstract class SemaphoreBase {
         v = prev;
       }
       back += units;
-      process.emitWarning(new OwnerDiedWarning(`A ${this.#what} got back ${units} unit(s) held by thread ${tokenTid(t)}, which died holding them.`, tokenTid(t)));
+      process.emitWarning(
+        new OwnerDiedWarning(
+          `A ${this.#what} got back ${units} unit(s) held by thread ${tokenTid(t)}, which died holding them.`,
+          tokenTid(t),
+        ),
+      );
     }
     if (back > 0) this.#block.wake(VALUE, back);
     return back > 0;
@@ -180,7 +193,9 @@ abstract class SemaphoreBase {
         const left = msLeft(deadline);
         if (left <= 0) return TIMED_OUT;
         if (sync && this.#onlyMine()) {
-          throw new WouldDeadlockError(`acquireSync() of a ${this.#what} whose units this thread alone holds would block for ever: release one first, or use await acquire().`);
+          throw new WouldDeadlockError(
+            `acquireSync() of a ${this.#what} whose units this thread alone holds would block for ever: release one first, or use await acquire().`,
+          );
         }
         const r = yield { index: VALUE, expected: 0, ms: Math.min(left, WAIT_SLICE_MS) };
         if (r === 'timed-out') this.#reclaimDead();
@@ -266,7 +281,10 @@ export class BoundedSemaphore extends SemaphoreBase {
   }
 }
 
-for (const [type, tag] of [[Semaphore, SEM_TAG], [BoundedSemaphore, BSEM_TAG]] as const) {
+for (const [type, tag] of [
+  [Semaphore, SEM_TAG],
+  [BoundedSemaphore, BSEM_TAG],
+] as const) {
   registerSyncKind<SemaphoreBase>({
     name: type === Semaphore ? 'sync.semaphore' : 'sync.bounded-semaphore',
     type,

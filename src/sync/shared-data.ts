@@ -59,7 +59,11 @@ abstract class SharedData {
       this.#lock = lockOpt === true ? RLock.placeAt(this.#block, 0, true) : lockOpt === false ? null : lockOpt;
     }
     const byteOffset = (this.#base + HEAD) * 4;
-    this.#raw = new this.#info.array(this.#block.buffer, byteOffset, Atomics.load(this.#block.words, this.#base + LENGTH)) as unknown as RawArray;
+    this.#raw = new this.#info.array(
+      this.#block.buffer,
+      byteOffset,
+      Atomics.load(this.#block.words, this.#base + LENGTH),
+    ) as unknown as RawArray;
     this.#block.remember(this.#base, this);
   }
 
@@ -69,13 +73,14 @@ abstract class SharedData {
 
   /** The lock each access takes (Python's get_lock()). */
   getLock(): Lock | RLock {
-    if (this.#lock === null) throw new InvalidArgumentError('This was made with { lock: false }: it has no lock (Python\'s RawValue / RawArray).');
+    if (this.#lock === null)
+      throw new InvalidArgumentError("This was made with { lock: false }: it has no lock (Python's RawValue / RawArray).");
     return this.#lock;
   }
 
   /** The elements as a Tensor over the same shared memory (no copy). Do not release() it: that ends this object too. */
   get tensor(): Tensor {
-    return (this.#tensor ??= this.makeTensor(this.#block, this.#info, (this.#base + HEAD) * 4 / this.#info.itemsize));
+    return (this.#tensor ??= this.makeTensor(this.#block, this.#info, ((this.#base + HEAD) * 4) / this.#info.itemsize));
   }
 
   protected abstract makeTensor(block: SyncBlock, info: DTypeInfo, offset: number): Tensor;
@@ -178,7 +183,8 @@ export class SharedArray extends SharedData {
 
   #index(i: number): number {
     const n = this.count;
-    if (!Number.isInteger(i) || i < -n || i >= n) throw new IndexOutOfRangeError(`Index ${String(i)} is out of range for an Array of ${n} elements.`);
+    if (!Number.isInteger(i) || i < -n || i >= n)
+      throw new IndexOutOfRangeError(`Index ${String(i)} is out of range for an Array of ${n} elements.`);
     return i < 0 ? i + n : i;
   }
 
@@ -229,7 +235,10 @@ function toList(data: unknown): unknown[] {
   throw new InvalidArgumentError(`Array(type, sizeOrData) takes a size or a list of values (got ${String(data)}).`);
 }
 
-for (const [type, tag, name] of [[SharedValue, VALUE_TAG, 'sync.value'], [SharedArray, ARRAY_TAG, 'sync.array']] as const) {
+for (const [type, tag, name] of [
+  [SharedValue, VALUE_TAG, 'sync.value'],
+  [SharedArray, ARRAY_TAG, 'sync.array'],
+] as const) {
   registerSyncKind<SharedData>({
     name,
     type,
@@ -248,7 +257,8 @@ for (const [type, tag, name] of [[SharedValue, VALUE_TAG, 'sync.value'], [Shared
         throw new FrameDecodeError(`A received ${name} names dtype ${String(dtype)}.`);
       }
       const lock = lockRef === -1 ? null : Number.isSafeInteger(lockRef) ? ctx.get(lockRef as number) : undefined;
-      if (!(lock === null || lock instanceof Lock || lock instanceof RLock)) throw new FrameDecodeError(`A received ${name} entry is malformed.`);
+      if (!(lock === null || lock instanceof Lock || lock instanceof RLock))
+        throw new FrameDecodeError(`A received ${name} entry is malformed.`);
       const bytes = (base + HEAD) * 4 + Atomics.load(block.words, base + LENGTH) * info.itemsize;
       if (bytes > block.storage.nbytes) throw new FrameDecodeError(`A received ${name} does not fit its storage.`);
       placing = { block, base, info, lock };

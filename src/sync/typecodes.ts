@@ -5,8 +5,19 @@ import { DTYPES, dtypeInfo, type DType } from '../tensor/index.js';
 import type { DTypeInfo } from '../tensor/dtype.js';
 
 const TYPECODES: Readonly<Record<string, DType>> = {
-  b: 'int8', B: 'uint8', h: 'int16', H: 'uint16', i: 'int32', I: 'uint32',
-  l: 'int64', L: 'uint64', q: 'int64', Q: 'uint64', f: 'float32', d: 'float64', '?': 'bool',
+  b: 'int8',
+  B: 'uint8',
+  h: 'int16',
+  H: 'uint16',
+  i: 'int32',
+  I: 'uint32',
+  l: 'int64',
+  L: 'uint64',
+  q: 'int64',
+  Q: 'uint64',
+  f: 'float32',
+  d: 'float64',
+  '?': 'bool',
 };
 
 /** A typecode or dtype. */

@@ -42,7 +42,8 @@ export function deadlineOf(opts: AcquireOptions | undefined): number {
     throw new InvalidArgumentError(`acquire() takes an options object { blocking?, timeout? } (got ${String(opts)}).`);
   }
   const { blocking, timeout } = opts;
-  if (blocking !== undefined && typeof blocking !== 'boolean') throw new InvalidArgumentError(`blocking must be a boolean (got ${String(blocking)}).`);
+  if (blocking !== undefined && typeof blocking !== 'boolean')
+    throw new InvalidArgumentError(`blocking must be a boolean (got ${String(blocking)}).`);
   const limit = checkTimeout(timeout);
   if (blocking === false || limit === 0) return -Infinity;
   return limit === null ? Infinity : performance.now() + limit;

@@ -20,9 +20,13 @@ function options(opts: unknown): { info: DTypeInfo; shared: boolean } {
     // Read once: a revoked Proxy (or throwing getters) as the options is the caller's error, ours to name.
     o = { dtype: (opts as TensorOptions).dtype, shared: (opts as TensorOptions).shared };
   } catch (e) {
-    throw new InvalidArgumentError(`options could not be read (${(e as Error)?.message ?? String(e)}): pass a plain object such as { dtype: 'float32' }.`, { cause: e });
+    throw new InvalidArgumentError(
+      `options could not be read (${(e as Error)?.message ?? String(e)}): pass a plain object such as { dtype: 'float32' }.`,
+      { cause: e },
+    );
   }
-  if (o.shared !== undefined && typeof o.shared !== 'boolean') throw new InvalidArgumentError(`shared must be true or false, got ${describe(o.shared)}.`);
+  if (o.shared !== undefined && typeof o.shared !== 'boolean')
+    throw new InvalidArgumentError(`shared must be true or false, got ${describe(o.shared)}.`);
   return { info: dtypeInfo(o.dtype === undefined ? 'float32' : o.dtype), shared: o.shared === true };
 }
 
@@ -72,7 +76,8 @@ export function tensor(data: unknown, opts: FromDataOptions = {}): Tensor {
   } catch (e) {
     // A revoked Proxy (or one whose traps throw) anywhere in the data: reading it throws a
     // TypeError of the engine's, which becomes ours, with it as the cause.
-    if (e instanceof TypeError && !('code' in e)) throw new InvalidArgumentError(`tensor() could not read its data: ${e.message}.`, { cause: e });
+    if (e instanceof TypeError && !('code' in e))
+      throw new InvalidArgumentError(`tensor() could not read its data: ${e.message}.`, { cause: e });
     throw e;
   }
 }
@@ -84,7 +89,9 @@ function fromData(data: unknown, opts: FromDataOptions): Tensor {
     const dtype = opts.dtype === undefined ? own : dtypeInfo(opts.dtype).name;
     const info = dtypeInfo(dtype);
     if (dtypeInfo(own).array !== info.array) {
-      throw new InvalidDtypeError(`A ${data.constructor.name} holds ${own} elements and cannot be wrapped as ${dtype} without a copy: pass a ${info.array.name}, or convert first.`);
+      throw new InvalidDtypeError(
+        `A ${data.constructor.name} holds ${own} elements and cannot be wrapped as ${dtype} without a copy: pass a ${info.array.name}, or convert first.`,
+      );
     }
     const n = data.byteLength / info.itemsize;
     const shape = opts.shape === undefined ? [n] : checkShape(opts.shape);
@@ -100,13 +107,17 @@ function fromData(data: unknown, opts: FromDataOptions): Tensor {
   // Bounded by MAX_DIMS: an array that contains itself (a[0] = a) would never end.
   const inferred: number[] = [];
   for (let x: unknown = data; Array.isArray(x); x = x[0]) {
-    if (inferred.length === MAX_DIMS) throw new InvalidShapeError(`tensor() data is nested more than ${MAX_DIMS} levels deep (or contains itself); at most ${MAX_DIMS} dimensions are supported.`);
+    if (inferred.length === MAX_DIMS)
+      throw new InvalidShapeError(
+        `tensor() data is nested more than ${MAX_DIMS} levels deep (or contains itself); at most ${MAX_DIMS} dimensions are supported.`,
+      );
     inferred.push(x.length);
   }
   const flat: unknown[] = [];
   flatten(data, 0, inferred, flat);
   const first = flat[0];
-  const dtype = opts.dtype !== undefined ? opts.dtype : (typeof first === 'bigint' ? 'int64' : typeof first === 'boolean' ? 'bool' : 'float32');
+  const dtype =
+    opts.dtype !== undefined ? opts.dtype : typeof first === 'bigint' ? 'int64' : typeof first === 'boolean' ? 'bool' : 'float32';
   const shape = opts.shape === undefined ? inferred : checkShape(opts.shape);
   const info = dtypeInfo(dtype);
   if (numelOf(shape, info.itemsize) !== flat.length) {
@@ -129,5 +140,7 @@ function flatten(a: unknown[], depth: number, shape: readonly number[], out: unk
 }
 
 function ragged(depth: number): InvalidArgumentError {
-  return new InvalidArgumentError(`Nested arrays are ragged at dimension ${depth}: every sub-array of one level must have the same length and depth.`);
+  return new InvalidArgumentError(
+    `Nested arrays are ragged at dimension ${depth}: every sub-array of one level must have the same length and depth.`,
+  );
 }

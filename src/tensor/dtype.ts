@@ -4,14 +4,31 @@
 import { InvalidDtypeError } from '../errors.js';
 
 export type DType =
-  | 'float32' | 'float64'
-  | 'int8' | 'uint8' | 'int16' | 'uint16' | 'int32' | 'uint32' | 'int64' | 'uint64'
-  | 'bool' | 'float16' | 'bfloat16';
+  | 'float32'
+  | 'float64'
+  | 'int8'
+  | 'uint8'
+  | 'int16'
+  | 'uint16'
+  | 'int32'
+  | 'uint32'
+  | 'int64'
+  | 'uint64'
+  | 'bool'
+  | 'float16'
+  | 'bfloat16';
 
 export type TypedArray =
-  | Float32Array | Float64Array
-  | Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
-  | BigInt64Array | BigUint64Array;
+  | Float32Array
+  | Float64Array
+  | Int8Array
+  | Uint8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | BigInt64Array
+  | BigUint64Array;
 
 export type TypedArrayConstructor = {
   new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): TypedArray;
@@ -104,7 +121,7 @@ export function numberToFloat16(x: number): number {
   const exp = (bits >>> 23) & 0xff;
   let frac = bits & 0x7fffff;
   if (exp === 0xff) return sign | 0x7c00 | (frac ? 0x200 : 0);
-  let e = exp - 127 + 15;
+  const e = exp - 127 + 15;
   if (e >= 0x1f) return sign | 0x7c00; // overflow: infinity
   if (e <= 0) {
     if (e < -10) return sign; // underflow: signed zero

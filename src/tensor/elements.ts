@@ -1,10 +1,7 @@
 // Element conversion (the JS value a dtype's element reads as and is written from) and
 // strided iteration.
 import { InvalidArgumentError } from '../errors.js';
-import {
-  type DTypeInfo, type Scalar,
-  bfloat16ToNumber, float16ToNumber, numberToBfloat16, numberToFloat16,
-} from './dtype.js';
+import { type DTypeInfo, type Scalar, bfloat16ToNumber, float16ToNumber, numberToBfloat16, numberToFloat16 } from './dtype.js';
 import { describe } from './shape.js';
 
 /** The value a raw stored element stands for. */
@@ -44,7 +41,11 @@ export function writeScalar(info: DTypeInfo, v: unknown): number | bigint {
     }
   }
   const hint =
-    info.kind === 'bigint' ? ' (an integer number or a bigint)' : typeof v === 'bigint' ? ' (a number: convert with Number(), or use dtype int64)' : '';
+    info.kind === 'bigint'
+      ? ' (an integer number or a bigint)'
+      : typeof v === 'bigint'
+        ? ' (a number: convert with Number(), or use dtype int64)'
+        : '';
   throw new InvalidArgumentError(`Cannot store ${describe(v)} in a ${info.name} tensor${hint}.`);
 }
 
@@ -53,7 +54,10 @@ export function writeScalar(info: DTypeInfo, v: unknown): number | bigint {
  * An odometer over the dimensions: no recursion, no allocation per element.
  */
 export function forEachOffset(
-  shape: readonly number[], stride: readonly number[], offset: number, fn: (index: number, k: number) => void,
+  shape: readonly number[],
+  stride: readonly number[],
+  offset: number,
+  fn: (index: number, k: number) => void,
 ): void {
   const ndim = shape.length;
   let n = 1;

@@ -44,7 +44,9 @@ export function contiguousStrides(shape: Shape): number[] {
 export function checkDim(dim: unknown, ndim: number): number {
   if (typeof dim !== 'number' || !Number.isInteger(dim) || dim < -Math.max(ndim, 1) || dim >= Math.max(ndim, 1)) {
     const n = Math.max(ndim, 1);
-    throw new IndexOutOfRangeError(`Dimension ${describe(dim)} is out of range for a tensor with ${ndim} dimension(s) (use -${n}..${n - 1}).`);
+    throw new IndexOutOfRangeError(
+      `Dimension ${describe(dim)} is out of range for a tensor with ${ndim} dimension(s) (use -${n}..${n - 1}).`,
+    );
   }
   return dim < 0 ? dim + ndim : dim;
 }

@@ -82,7 +82,7 @@ export class Storage {
     }
     let buffer: ArrayBuffer;
     try {
-      buffer = !zero && nbytes <= MAX_LENGTH ? Buffer.allocUnsafeSlow(nbytes).buffer as ArrayBuffer : new ArrayBuffer(nbytes);
+      buffer = !zero && nbytes <= MAX_LENGTH ? (Buffer.allocUnsafeSlow(nbytes).buffer as ArrayBuffer) : new ArrayBuffer(nbytes);
     } catch (e) {
       throw new InvalidShapeError(`Cannot allocate ${nbytes} bytes of memory (${(e as Error).message}). Use a smaller shape.`);
     }
@@ -205,5 +205,7 @@ function freePrivate(buffer: ArrayBufferLike): void {
 }
 
 function released(): ReleasedError {
-  return new ReleasedError('This tensor (or its storage) was released; it cannot be used any more. Keep a clone() if you still need the data.');
+  return new ReleasedError(
+    'This tensor (or its storage) was released; it cannot be used any more. Keep a clone() if you still need the data.',
+  );
 }

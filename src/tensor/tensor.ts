@@ -41,7 +41,9 @@ export class Tensor {
     this.#numel = n;
     const capacity = Math.floor(storage.nbytes / info.itemsize);
     if (n > 0 && (offset < 0 || maxIndex >= capacity)) {
-      throw new InvalidShapeError(`A view of shape [${shape.join(', ')}] at offset ${offset} does not fit a storage of ${capacity} ${info.name} elements.`);
+      throw new InvalidShapeError(
+        `A view of shape [${shape.join(', ')}] at offset ${offset} does not fit a storage of ${capacity} ${info.name} elements.`,
+      );
     }
   }
 
@@ -94,7 +96,9 @@ export class Tensor {
 
   #indexOf(index: readonly unknown[]): number {
     if (index.length !== this.shape.length) {
-      throw new IndexOutOfRangeError(`Expected ${this.shape.length} indices for a tensor of shape [${this.shape.join(', ')}], got ${index.length}.`);
+      throw new IndexOutOfRangeError(
+        `Expected ${this.shape.length} indices for a tensor of shape [${this.shape.join(', ')}], got ${index.length}.`,
+      );
     }
     let at = this.offset;
     for (let d = 0; d < index.length; d++) at += checkIndex(index[d], this.shape[d]!, d) * this.stride[d]!;
@@ -117,7 +121,9 @@ export class Tensor {
   /** select() and narrow() pick along a dimension, which a 0-d tensor does not have. */
   #needDims(op: string): void {
     if (this.ndim === 0) {
-      throw new IndexOutOfRangeError(`${op}() cannot be applied to a 0-d tensor: it has no dimensions. Read its value with get(), or view(1) it first.`);
+      throw new IndexOutOfRangeError(
+        `${op}() cannot be applied to a 0-d tensor: it has no dimensions. Read its value with get(), or view(1) it first.`,
+      );
     }
   }
 
@@ -198,7 +204,9 @@ export class Tensor {
       fillRun(all, this.#info, raw, this.offset, this.offset + this.#numel);
     } else {
       const a = all as unknown as (number | bigint)[];
-      forEachOffset(this.shape, this.stride, this.offset, (i) => { a[i] = raw; });
+      forEachOffset(this.shape, this.stride, this.offset, (i) => {
+        a[i] = raw;
+      });
     }
     return this;
   }
@@ -214,15 +222,22 @@ export class Tensor {
       // Through the internal arrays, not `data`: copying does not hand either buffer to user
       // code, so it must not cost the recycled lease its buffer (NOTE [Shared allocation]).
       const from = src.#all().subarray(src.offset, src.offset + src.#numel);
-      (this.#all() as unknown as { set(a: ArrayLike<number | bigint>, at: number): void }).set(from as ArrayLike<number | bigint>, this.offset);
+      (this.#all() as unknown as { set(a: ArrayLike<number | bigint>, at: number): void }).set(
+        from as ArrayLike<number | bigint>,
+        this.offset,
+      );
       return this;
     }
     const values: Scalar[] = [];
     const srcAll = src.#all();
-    forEachOffset(src.shape, src.stride, src.offset, (i) => { values.push(readScalar(src.#info, srcAll[i]!)); });
+    forEachOffset(src.shape, src.stride, src.offset, (i) => {
+      values.push(readScalar(src.#info, srcAll[i]!));
+    });
     const dst = this.#all() as unknown as (number | bigint)[];
     const info = this.#info;
-    forEachOffset(this.shape, this.stride, this.offset, (i, k) => { dst[i] = convert(info, values[k]!); });
+    forEachOffset(this.shape, this.stride, this.offset, (i, k) => {
+      dst[i] = convert(info, values[k]!);
+    });
     return this;
   }
 
@@ -230,7 +245,9 @@ export class Tensor {
   toArray(): unknown {
     const all = this.#all();
     const flat: Scalar[] = [];
-    forEachOffset(this.shape, this.stride, this.offset, (i) => { flat.push(readScalar(this.#info, all[i]!)); });
+    forEachOffset(this.shape, this.stride, this.offset, (i) => {
+      flat.push(readScalar(this.#info, all[i]!));
+    });
     if (this.shape.length === 0) return flat[0];
     let k = 0;
     const build = (d: number): unknown[] => {

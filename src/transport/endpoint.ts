@@ -288,10 +288,11 @@ export class Endpoint {
     if (timeout === 0) return Promise.resolve(false);
     return new Promise((resolve, reject) => {
       const p: PollWaiter = { resolve, reject, timer: null };
-      if (timeout !== null) p.timer = setTimeout(() => {
-        this.#settlePoll(p, false);
-        this.#updateReadable();
-      }, timeout);
+      if (timeout !== null)
+        p.timer = setTimeout(() => {
+          this.#settlePoll(p, false);
+          this.#updateReadable();
+        }, timeout);
       this.#polls.add(p);
       this.pin(1);
       this.#updateReadable();

@@ -9,7 +9,18 @@ import { MessageReader } from './serializer.js';
 import { reductionNamed, type Reduction } from './registry.js';
 import { Rebuilder } from './message-table.js';
 import { checkHandle, checkTensorLayout } from './reductions.js';
-import { DTYPE_CODES, FRAME_VERSION, KIND_PLAIN, KIND_SPILL, KIND_TENSOR, KIND_VALUE, PIECE_ALIGN, STRATEGIES, readName, receivedViews } from './wire.js';
+import {
+  DTYPE_CODES,
+  FRAME_VERSION,
+  KIND_PLAIN,
+  KIND_SPILL,
+  KIND_TENSOR,
+  KIND_VALUE,
+  PIECE_ALIGN,
+  STRATEGIES,
+  readName,
+  receivedViews,
+} from './wire.js';
 import { decodePlain } from './plain-decode.js';
 import { openSpill } from './spill.js';
 
@@ -68,8 +79,14 @@ function decodeLoneTensor(bytes: Uint8Array, fds: ArrayLike<number>, count: numb
     for (let i = 0; i < ndim; i++, at += 8) stride[i] = dv.getFloat64(at, true);
     const offset = dv.getFloat64(at0 + 16, true);
     checkTensorLayout(shape, stride, offset);
-    const handle = checkHandle(STRATEGIES[bytes[4]!] ?? bytes[4], readName(bytes, nameAt, bytes[5]!), dv.getUint16(at0 + 6, true) * PIECE_ALIGN, dv.getFloat64(at0 + 8, true));
-    if (handle.strategy === 'file_descriptor' && fd === null) throw new FrameDecodeError('A received file_descriptor tensor came without its descriptor.');
+    const handle = checkHandle(
+      STRATEGIES[bytes[4]!] ?? bytes[4],
+      readName(bytes, nameAt, bytes[5]!),
+      dv.getUint16(at0 + 6, true) * PIECE_ALIGN,
+      dv.getFloat64(at0 + 8, true),
+    );
+    if (handle.strategy === 'file_descriptor' && fd === null)
+      throw new FrameDecodeError('A received file_descriptor tensor came without its descriptor.');
     const taken = fd;
     fd = null; // importStorage takes it (and closes one a file_system handle does not need), whatever happens
     return new Tensor(importStorage(handle, taken), dtype, shape, stride, offset);
@@ -96,14 +113,20 @@ function decodePlainFrame(bytes: Uint8Array, fds: ArrayLike<number>, count: numb
 
 function asDecodeError(e: unknown): Error {
   // A layout that does not fit its storage came from the frame, not from a caller.
-  if (e instanceof InvalidShapeError) return new FrameDecodeError(`A received tensor does not fit its storage (${e.message}): the message is corrupt.`);
+  if (e instanceof InvalidShapeError)
+    return new FrameDecodeError(`A received tensor does not fit its storage (${e.message}): the message is corrupt.`);
   if (isTensorprocError(e)) return e;
-  return new FrameDecodeError(`A received message could not be decoded (${(e as Error)?.message ?? String(e)}): it is corrupt, or was not sent by this version of tensorproc.`);
+  return new FrameDecodeError(
+    `A received message could not be decoded (${(e as Error)?.message ?? String(e)}): it is corrupt, or was not sent by this version of tensorproc.`,
+  );
 }
 
 function checkVersion(bytes: Uint8Array): void {
   if (bytes.length < 2) throw new FrameDecodeError(`A received message is ${bytes.length} bytes long, too short for a frame.`);
-  if (bytes[1] !== FRAME_VERSION) throw new FrameDecodeError(`A received message has frame version ${bytes[1]}, this tensorproc reads ${FRAME_VERSION}: are both sides the same version?`);
+  if (bytes[1] !== FRAME_VERSION)
+    throw new FrameDecodeError(
+      `A received message has frame version ${bytes[1]}, this tensorproc reads ${FRAME_VERSION}: are both sides the same version?`,
+    );
 }
 
 function decodeFrame(bytes: Uint8Array, ctx: Rebuilder, outer: boolean): unknown {
@@ -134,7 +157,8 @@ function decodeValue(body: Uint8Array, ctx: Rebuilder): unknown {
   for (let k = 0; k < n; k++) {
     const name = reader.readValue();
     const r = typeof name === 'string' ? reductionNamed(name) : undefined;
-    if (r === undefined) throw new FrameDecodeError(`A received message holds an object of unknown type ${JSON.stringify(String(name)).slice(0, 80)}.`);
+    if (r === undefined)
+      throw new FrameDecodeError(`A received message holds an object of unknown type ${JSON.stringify(String(name)).slice(0, 80)}.`);
     pending.push({ r, state: reader.readValue() });
   }
   ctx.rebuildAll(pending);

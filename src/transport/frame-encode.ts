@@ -6,7 +6,19 @@ import { NotTransferableError, TooManyDescriptorsError, isTensorprocError } from
 import { prepare } from './walk.js';
 import { MessageWriter } from './serializer.js';
 import { Reducer } from './message-table.js';
-import { DTYPE_CODE, FRAME_VERSION, INLINE_MAX, KIND_TENSOR, KIND_VALUE, MAX_FDS, MAX_NDIM, PIECE_ALIGN, STRATEGY_CODE, viewsOf, type Frame } from './wire.js';
+import {
+  DTYPE_CODE,
+  FRAME_VERSION,
+  INLINE_MAX,
+  KIND_TENSOR,
+  KIND_VALUE,
+  MAX_FDS,
+  MAX_NDIM,
+  PIECE_ALIGN,
+  STRATEGY_CODE,
+  viewsOf,
+  type Frame,
+} from './wire.js';
 import { encodePlain } from './plain-encode.js';
 import { spill } from './spill.js';
 
@@ -45,14 +57,19 @@ function unreadable(e: unknown, path: string): unknown {
   const where = path === '' ? '(message)' : path.replace(/^\./, '');
   const what = where === '(message)' ? 'The message' : where;
   if (e instanceof RangeError && /call stack/i.test(e.message)) {
-    return new NotTransferableError(`${what} is nested too deeply to be sent (the stack ran out walking it): flatten it, or send its parts in several messages.`, where);
+    return new NotTransferableError(
+      `${what} is nested too deeply to be sent (the stack ran out walking it): flatten it, or send its parts in several messages.`,
+      where,
+    );
   }
   if (e instanceof TypeError) {
-    return new NotTransferableError(`${what} cannot be read to be sent (${e.message}): a revoked Proxy, or one whose traps throw. Send plain data instead.`, where);
+    return new NotTransferableError(
+      `${what} cannot be read to be sent (${e.message}): a revoked Proxy, or one whose traps throw. Send plain data instead.`,
+      where,
+    );
   }
   return e;
 }
-
 
 /**
  * Throws what encodeMessage() would refuse now, and takes nothing: for a put that must wait
@@ -108,7 +125,8 @@ function encodeTensor(t: Tensor): Frame {
 /** A piece's byte offset as the TENSOR frame carries it: pieces are 64-byte aligned in slabs of 64 KiB (packing.ts). */
 function pieceUnits(offset: number): number {
   const units = offset / PIECE_ALIGN;
-  if (!Number.isInteger(units) || units > 0xffff) throw new Error(`tensorproc: a storage at byte offset ${offset} of its segment cannot travel in a TENSOR frame`);
+  if (!Number.isInteger(units) || units > 0xffff)
+    throw new Error(`tensorproc: a storage at byte offset ${offset} of its segment cannot travel in a TENSOR frame`);
   return units;
 }
 

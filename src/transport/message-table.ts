@@ -14,7 +14,10 @@ export class Reducer implements ReduceContext {
   readonly #index = new Map<object, number>();
   readonly undo: (() => void)[] = [];
 
-  constructor(objects: object[], readonly copies: number) {
+  constructor(
+    objects: object[],
+    readonly copies: number,
+  ) {
     this.table = objects.slice();
     objects.forEach((o, k) => this.#index.set(o, k));
   }
@@ -44,7 +47,11 @@ export class Reducer implements ReduceContext {
   ref(obj: object): number {
     let k = this.#index.get(obj);
     if (k !== undefined) return k;
-    if (reductionFor(obj) === undefined) throw new NotTransferableError(`A ${obj.constructor?.name ?? 'value'} is not a registered type and cannot be referred to.`, '(message)');
+    if (reductionFor(obj) === undefined)
+      throw new NotTransferableError(
+        `A ${obj.constructor?.name ?? 'value'} is not a registered type and cannot be referred to.`,
+        '(message)',
+      );
     k = this.table.length;
     this.table.push(obj);
     this.#index.set(obj, k);

@@ -7,7 +7,20 @@ import { addon } from '../native/index.js';
 import { checkHandle, checkTensorLayout } from './reductions.js';
 import { DTYPE_CODES, INLINE_MAX, MAX_FDS, MAX_NDIM, STRATEGIES, receivedViews, viewsOf } from './wire.js';
 import {
-  ENTRY, HEAD, MAX_DEPTH, MAX_ITEMS, T_ARRAY, T_FALSE, T_FLOAT, T_INT, T_NULL, T_OBJECT, T_STRING, T_TENSOR, T_TRUE, T_UNDEFINED,
+  ENTRY,
+  HEAD,
+  MAX_DEPTH,
+  MAX_ITEMS,
+  T_ARRAY,
+  T_FALSE,
+  T_FLOAT,
+  T_INT,
+  T_NULL,
+  T_OBJECT,
+  T_STRING,
+  T_TENSOR,
+  T_TRUE,
+  T_UNDEFINED,
 } from './plain-layout.js';
 
 // The frame being decoded, and views of its buffer (made again only when the buffer changes).
@@ -22,7 +35,9 @@ const tableFds: number[] = [];
 const imported: Storage[] = [];
 // Per descriptor of the datagram being decoded: unused, claimed by a table entry, or taken by
 // importStorage(); all but the taken are closed at the end.
-const FD_UNUSED = 0, FD_CLAIMED = 1, FD_TAKEN = 2;
+const FD_UNUSED = 0,
+  FD_CLAIMED = 1,
+  FD_TAKEN = 2;
 let fdState = new Uint8Array(MAX_FDS);
 
 function truncated(): FrameDecodeError {
@@ -94,7 +109,9 @@ function readTable(count: number, state: Uint8Array): void {
     const handle = checkHandle(STRATEGIES[strategyCode] ?? strategyCode, name, offset, nbytes);
     if (handle.strategy === 'file_descriptor') {
       if (fdIndex >= count || state[fdIndex] !== FD_UNUSED) {
-        throw new FrameDecodeError(`A received storage refers to descriptor ${fdIndex} but the message carries ${count} (or uses one twice).`);
+        throw new FrameDecodeError(
+          `A received storage refers to descriptor ${fdIndex} but the message carries ${count} (or uses one twice).`,
+        );
       }
       state[fdIndex] = FD_CLAIMED;
     }

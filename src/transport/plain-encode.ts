@@ -5,7 +5,22 @@ import { Tensor, type Storage } from '../tensor/index.js';
 import { abandonExport, exportStorage, type ExportedStorage } from '../sharing/index.js';
 import { DTYPE_CODE, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, MAX_FDS, MAX_NDIM, STRATEGY_CODE, viewsOf } from './wire.js';
 import {
-  ENTRY, HEAD, MAX_DEPTH, MAX_ITEMS, MAX_NODES, NO_FD, T_ARRAY, T_FALSE, T_FLOAT, T_INT, T_NULL, T_OBJECT, T_STRING, T_TENSOR, T_TRUE, T_UNDEFINED,
+  ENTRY,
+  HEAD,
+  MAX_DEPTH,
+  MAX_ITEMS,
+  MAX_NODES,
+  NO_FD,
+  T_ARRAY,
+  T_FALSE,
+  T_FLOAT,
+  T_INT,
+  T_NULL,
+  T_OBJECT,
+  T_STRING,
+  T_TENSOR,
+  T_TRUE,
+  T_UNDEFINED,
 } from './plain-layout.js';
 import type { Frame } from './wire.js';
 
@@ -22,7 +37,6 @@ const NOTHING_TO_UNDO = (): void => {};
 
 /** Thrown inside writeTable() to give the message to the VALUE path (a name too long to list). */
 const GIVE_UP: unique symbol = Symbol('not plain');
-
 
 /**
  * The PLAIN frame of `value`, or null when it is not one (NOTE [Plain frames]); then nothing

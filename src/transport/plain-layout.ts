@@ -45,6 +45,15 @@ export const MAX_ITEMS = 1024;
 export const NO_FD = 0xffff;
 /** The head: kind, version, u32 offset of the table. */
 export const HEAD = 6;
-export const T_UNDEFINED = 0, T_NULL = 1, T_FALSE = 2, T_TRUE = 3, T_INT = 4, T_FLOAT = 5, T_STRING = 6, T_ARRAY = 7, T_OBJECT = 8, T_TENSOR = 9;
+export const T_UNDEFINED = 0,
+  T_NULL = 1,
+  T_FALSE = 2,
+  T_TRUE = 3,
+  T_INT = 4,
+  T_FLOAT = 5,
+  T_STRING = 6,
+  T_ARRAY = 7,
+  T_OBJECT = 8,
+  T_TENSOR = 9;
 /** A table entry: strategy, name length, descriptor index, nbytes, byte offset (uint32: NOTE [Packed small storages]); then the name. */
 export const ENTRY = 16;

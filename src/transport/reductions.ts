@@ -14,7 +14,13 @@ type TensorState = [storage: number, dtype: string, shape: number[], stride: num
 
 /** Checks a received layout before a Tensor is made of it (the constructor trusts its callers). */
 export function checkTensorLayout(shape: unknown, stride: unknown, offset: unknown): void {
-  if (!naturals(shape) || !naturals(stride) || (shape as number[]).length !== (stride as number[]).length || !Number.isSafeInteger(offset) || (offset as number) < 0) {
+  if (
+    !naturals(shape) ||
+    !naturals(stride) ||
+    (shape as number[]).length !== (stride as number[]).length ||
+    !Number.isSafeInteger(offset) ||
+    (offset as number) < 0
+  ) {
     throw new FrameDecodeError('A received tensor has an invalid shape, stride or offset.');
   }
 }
@@ -51,8 +57,10 @@ export function exportForCopies(storage: Storage, copies: number): { exported: E
  * file_descriptor the name is only an identity hint (handle.ts) or null.
  */
 export function checkHandle(strategy: unknown, name: unknown, offset: unknown, nbytes: unknown): StorageHandle {
-  if (strategy !== 'file_descriptor' && strategy !== 'file_system') throw new FrameDecodeError(`A received storage names sharing strategy ${String(strategy)}.`);
-  if (!Number.isSafeInteger(nbytes) || (nbytes as number) < 0) throw new FrameDecodeError(`A received storage handle claims ${String(nbytes)} bytes.`);
+  if (strategy !== 'file_descriptor' && strategy !== 'file_system')
+    throw new FrameDecodeError(`A received storage names sharing strategy ${String(strategy)}.`);
+  if (!Number.isSafeInteger(nbytes) || (nbytes as number) < 0)
+    throw new FrameDecodeError(`A received storage handle claims ${String(nbytes)} bytes.`);
   if (!Number.isSafeInteger(offset) || (offset as number) < 0 || !Number.isSafeInteger((offset as number) + (nbytes as number))) {
     throw new FrameDecodeError(`A received storage handle claims byte offset ${String(offset)}.`);
   }

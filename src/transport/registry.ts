@@ -60,7 +60,8 @@ const byName = new Map<string, Reduction>();
 /** Registers how objects of `r.type` (and its subclasses) travel. */
 export function registerReduction<T extends object>(r: Reduction<T>): void {
   const old = byName.get(r.name);
-  if (old !== undefined && old.type !== r.type) throw new InvalidArgumentError(`A reduction named '${r.name}' is already registered for another type.`);
+  if (old !== undefined && old.type !== r.type)
+    throw new InvalidArgumentError(`A reduction named '${r.name}' is already registered for another type.`);
   byType.set(r.type, r as unknown as Reduction);
   byName.set(r.name, r as unknown as Reduction);
 }

@@ -99,7 +99,10 @@ export class SendBacklog {
         sent = this.#host.sendNow(k.bytes, k.fds);
       } catch (e) {
         // The caller's put() resolved long ago: all that is left is to let go of the backlog.
-        process.emitWarning(`tensorproc: ${this.#frames.length} queued message(s) were dropped: ${(e as Error).message}`, 'TensorprocWarning');
+        process.emitWarning(
+          `tensorproc: ${this.#frames.length} queued message(s) were dropped: ${(e as Error).message}`,
+          'TensorprocWarning',
+        );
         for (const dropped of this.#frames.splice(0)) this.#drop(dropped, true);
         break;
       }

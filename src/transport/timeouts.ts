@@ -14,7 +14,10 @@ export function timeoutOption(options: unknown): number | null {
     timeout = (options as { timeout?: unknown }).timeout;
   } catch (e) {
     // A revoked Proxy (or a throwing getter): the caller's error, named as such.
-    throw new InvalidArgumentError(`options could not be read (${(e as Error)?.message ?? String(e)}): pass a plain object such as { timeout: 1000 }.`, { cause: e });
+    throw new InvalidArgumentError(
+      `options could not be read (${(e as Error)?.message ?? String(e)}): pass a plain object such as { timeout: 1000 }.`,
+      { cause: e },
+    );
   }
   return checkTimeout(timeout);
 }

@@ -32,7 +32,11 @@ const PLAIN_KEY = /^[A-Za-z_$][\w$]*$/;
 
 // Where the walk is, as a stack of steps from the root, turned into a path (`batch.meta.fn`)
 // only when something is refused: building the string at every step was most of the walk.
-const AT_INDEX = 0, AT_KEY = 1, AT_MAP_KEY = 2, AT_MAP_VALUE = 3, AT_SET = 4;
+const AT_INDEX = 0,
+  AT_KEY = 1,
+  AT_MAP_KEY = 2,
+  AT_MAP_VALUE = 3,
+  AT_SET = 4;
 
 class Walker {
   readonly objects: object[] = [];
@@ -51,7 +55,10 @@ class Walker {
   readonly #enteredInCause = new Set<object>();
   dirty = false;
 
-  constructor(readonly copyAll: boolean, readonly root: string) {}
+  constructor(
+    readonly copyAll: boolean,
+    readonly root: string,
+  ) {}
 
   #path(): string {
     let p = this.root;
@@ -107,9 +114,11 @@ class Walker {
       // registered; in the second (a cyclic message, every container copied) the two would
       // arrive as two objects.
       if (this.#inCause > 0 && done !== obj) {
-        this.#fail(this.copyAll
-          ? 'an object that is also in an Error\'s cause, in a message with a cycle that holds tensors, queues or events (send the error apart)'
-          : "an object holding a tensor, queue or event, inside an Error's cause (send it beside the error)");
+        this.#fail(
+          this.copyAll
+            ? "an object that is also in an Error's cause, in a message with a cycle that holds tensors, queues or events (send the error apart)"
+            : "an object holding a tensor, queue or event, inside an Error's cause (send it beside the error)",
+        );
       }
       return done;
     }
@@ -150,10 +159,13 @@ class Walker {
     }
     this.#active.add(obj);
     if (this.#inCause > 0) this.#enteredInCause.add(obj);
-    const out = Array.isArray(obj) ? this.#array(obj)
-      : obj instanceof Map ? this.#map(obj)
-      : obj instanceof Set ? this.#set(obj)
-      : this.#object(obj as Record<string, unknown>);
+    const out = Array.isArray(obj)
+      ? this.#array(obj)
+      : obj instanceof Map
+        ? this.#map(obj)
+        : obj instanceof Set
+          ? this.#set(obj)
+          : this.#object(obj as Record<string, unknown>);
     this.#active.delete(obj);
     this.#done.set(obj, out);
     return out;
@@ -275,7 +287,6 @@ class Walker {
     if (out !== null) this.#done.set(o, out);
     return this.#properties(o, Object.keys(o), out, fresh);
   }
-
 }
 
 const NO_KEYS: readonly string[] = [];
@@ -336,7 +347,8 @@ export function prepare(value: unknown, path = ''): Walked {
   // A message with registered objects is sent as a copy, but an Error is sent as it is (V8
   // writes it), so its cause would lead back to the originals: a structure the receiver's
   // V8 cannot read back. Refused, where the same message without them travels as it is.
-  if (w.causeCycle && w.dirty) fail(path, "an Error whose cause leads back into a message that holds tensors, queues or events (send the error, or its cause, apart)");
+  if (w.causeCycle && w.dirty)
+    fail(path, 'an Error whose cause leads back into a message that holds tensors, queues or events (send the error, or its cause, apart)');
   if (!w.dirty) return { root: value, objects: w.objects };
   if (!w.cyclic) return { root, objects: w.objects };
   // A cycle may lead back to a container that was copied after the cycle was met, so that

@@ -20,7 +20,21 @@ export const MAX_FRAME = INLINE_MAX + 1024;
 export const MAX_FDS = 253;
 export const MAX_NDIM = 64;
 
-export const DTYPE_CODES: readonly DType[] = ['float32', 'float64', 'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64', 'bool', 'float16', 'bfloat16'];
+export const DTYPE_CODES: readonly DType[] = [
+  'float32',
+  'float64',
+  'int8',
+  'uint8',
+  'int16',
+  'uint16',
+  'int32',
+  'uint32',
+  'int64',
+  'uint64',
+  'bool',
+  'float16',
+  'bfloat16',
+];
 export const DTYPE_CODE = new Map<string, number>(DTYPE_CODES.map((d, i) => [d, i]));
 export const STRATEGIES: readonly SharingStrategy[] = ['file_descriptor', 'file_system'];
 /** STRATEGIES inverted: the code a strategy travels as. */
@@ -75,5 +89,3 @@ export function readName(bytes: Uint8Array, at: number, len: number): string | n
   const from = bytes.byteOffset + at;
   return receivedViews(bytes).text.latin1Slice(from, from + len);
 }
-
-

@@ -114,7 +114,9 @@ export interface WorkerStart<A extends readonly unknown[] = unknown[]> {
  * `export const main = workerMain(async ({ id, port, args }) => { ... })`. The worker ends
  * when `main` returns (its port is closed then) and fails, reported as its exit, when it throws.
  */
-export function workerMain<A extends readonly unknown[]>(main: (start: WorkerStart<A>) => unknown): (index: number, port: WorkerPort, id: number, args: A) => Promise<void> {
+export function workerMain<A extends readonly unknown[]>(
+  main: (start: WorkerStart<A>) => unknown,
+): (index: number, port: WorkerPort, id: number, args: A) => Promise<void> {
   return async (_index, port, id, args) => {
     try {
       await main({ id, port, args });

@@ -49,7 +49,6 @@ import { ChildEnd } from './worker-port.js';
 import { Instance, closeStrays, exitOf, type WorkerExit } from './worker-instance.js';
 export type { WorkerExit } from './worker-instance.js';
 
-
 export interface WorkerSetOptions {
   /** The worker main: a module and an export made with workerMain(). */
   main: Target;
@@ -223,28 +222,30 @@ export class WorkerSet {
     }
     const inst = new Instance(id, endpoint, ctx, (i) => this.#drain(i), childInode);
     this.#live.add(inst);
-    inst.done = ctx.started.then(
-      () => {
-        const child = ctx.processes[0] as ChildHandle;
-        inst.child = child;
-        if (inst.pendingSignal) child.kill(inst.pendingSignal);
-        inst.setRef(this.#keepAlive || this.#stopping > 0);
-        return child.exited;
-      },
-      (e: unknown) => {
-        inst.startError = e instanceof Error ? e : new Error(String(e));
-      },
-    ).then(async () => {
-      this.#exited(inst);
-      // A thread ended by worker.terminate() (SIGKILL, or a stop it could not take) ran no
-      // exit handler: its end of the channel is still open in this process, which shares
-      // descriptors with it. Once spawn has closed its own copies (in the promise jobs that
-      // follow the exit), nothing else can hold that socket.
-      if (inst.childInode !== 0) {
-        await new Promise((resolve) => setImmediate(resolve));
-        closeStrays(inst.childInode);
-      }
-    });
+    inst.done = ctx.started
+      .then(
+        () => {
+          const child = ctx.processes[0] as ChildHandle;
+          inst.child = child;
+          if (inst.pendingSignal) child.kill(inst.pendingSignal);
+          inst.setRef(this.#keepAlive || this.#stopping > 0);
+          return child.exited;
+        },
+        (e: unknown) => {
+          inst.startError = e instanceof Error ? e : new Error(String(e));
+        },
+      )
+      .then(async () => {
+        this.#exited(inst);
+        // A thread ended by worker.terminate() (SIGKILL, or a stop it could not take) ran no
+        // exit handler: its end of the channel is still open in this process, which shares
+        // descriptors with it. Once spawn has closed its own copies (in the promise jobs that
+        // follow the exit), nothing else can hold that socket.
+        if (inst.childInode !== 0) {
+          await new Promise((resolve) => setImmediate(resolve));
+          closeStrays(inst.childInode);
+        }
+      });
     this.#watch(inst);
     return inst;
   }
@@ -270,7 +271,10 @@ export class WorkerSet {
       } catch (e) {
         if (!(e instanceof PipeClosedError)) {
           // A message that does not decode: the worker is not speaking the protocol.
-          process.emitWarning(`tensorproc: worker ${inst.id} sent a message that cannot be read (${(e as Error).message}); it is stopped.`, 'TensorprocWarning');
+          process.emitWarning(
+            `tensorproc: worker ${inst.id} sent a message that cannot be read (${(e as Error).message}); it is stopped.`,
+            'TensorprocWarning',
+          );
           inst.signal('SIGKILL');
         }
         inst.ended = true;

@@ -51,7 +51,9 @@ const cmdline = (pid: number): string => {
 /** Whether some python3 imports torch here (the bench's own search: the pyenv one may lack it). */
 const hasTorch = ['python3', '/usr/bin/python3'].some((p) => spawnSync(p, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0);
 
-test('a bench asked to stop while torch runs ends torch\'s anchor and the processes it started', { skip: hasTorch ? false : 'no python3 here imports torch' }, async () => {
+test("a bench asked to stop while torch runs ends torch's anchor and the processes it started", {
+  skip: hasTorch ? false : 'no python3 here imports torch',
+}, async () => {
   // W1 at 1 KiB alone, the yardstick's count: torch's file_descriptor pair (one producer, one
   // consumer) takes 25-40 s here for its 50,000 messages, so that what is left running is seen.
   const child = spawn(process.execPath, [cli, 'bench', '--json', '--only', 'W1'], {
@@ -61,7 +63,9 @@ test('a bench asked to stop while torch runs ends torch\'s anchor and the proces
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   child.stdout.resume();
-  const closed = new Promise<{ status: number | null; signal: string | null }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal })));
+  const closed = new Promise<{ status: number | null; signal: string | null }>((resolve) =>
+    child.on('close', (status, signal) => resolve({ status, signal })),
+  );
   let seen: number[] = [];
   try {
     // Nothing tells a reader when torch's children have started but /proc: polled, bounded.

@@ -12,7 +12,15 @@ import { checkLeaks } from '../helpers/leaks.js';
 checkLeaks();
 
 const CASE = '1 MiB tensor results';
-const rec = (impl: string, value: number): BenchRecord => ({ workload: 'W3', impl, case: CASE, value, unit: 'tasks/s', better: 'higher', run: 0 });
+const rec = (impl: string, value: number): BenchRecord => ({
+  workload: 'W3',
+  impl,
+  case: CASE,
+  value,
+  unit: 'tasks/s',
+  better: 'higher',
+  run: 0,
+});
 const row = (ours: number, torch: number, limit: number): string => {
   const table = report([rec('tensorproc processes', ours), rec('torch', torch), rec('fresh limit', limit)]);
   return table.split('\n').find((l) => new RegExp(`^\\| ${CASE} +\\| +tensorproc processes `).test(l))!;

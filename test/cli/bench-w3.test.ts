@@ -14,13 +14,20 @@ import { checkLeaks } from '../helpers/leaks.js';
 
 checkLeaks();
 const cli = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
-const CASES: [string, number][] = [['tiny, chunksize 1', 2_000], ['tiny, default chunksize', 20_000], ['1 MiB tensor results', 50]];
+const CASES: [string, number][] = [
+  ['tiny, chunksize 1', 2_000],
+  ['tiny, default chunksize', 20_000],
+  ['1 MiB tensor results', 50],
+];
 
 test('bench --quick --json --only W3: every case for tensorproc and each anchor, with their fields, and a verdict per bar', () => {
   const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--json', '--only', 'W3'], { encoding: 'utf8', timeout: 240_000 });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stderr, '', 'nothing but records');
-  const records = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as BenchRecord);
+  const records = r.stdout
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l) as BenchRecord);
   for (const rec of records) {
     for (const f of RECORD_FIELDS) assert.ok(f in rec, `${f} in ${JSON.stringify(rec)}`);
     assert.equal(rec.workload, 'W3');
@@ -34,18 +41,36 @@ test('bench --quick --json --only W3: every case for tensorproc and each anchor,
   assert.deepEqual([...new Set(records.map((x) => x.impl))].sort(), [...impls, 'fresh limit'].sort());
   for (const impl of impls) {
     // One trial of each case at the quick counts (a tenth of the yardstick's), in order.
-    assert.deepEqual(records.filter((x) => x.impl === impl).map((x) => [x.case, x.count]), CASES, impl);
+    assert.deepEqual(
+      records.filter((x) => x.impl === impl).map((x) => [x.case, x.count]),
+      CASES,
+      impl,
+    );
   }
   // The 1 MiB case's limit, measured beside it, shown as a share of it.
-  assert.deepEqual(records.filter((x) => x.impl === 'fresh limit').map((x) => [x.case, x.count]), [CASES[2]]);
+  assert.deepEqual(
+    records.filter((x) => x.impl === 'fresh limit').map((x) => [x.case, x.count]),
+    [CASES[2]],
+  );
 
   const table = report(records);
   assert.match(table, /^### W3, tasks\/s \(higher is better; one run\)$/m);
   assert.match(table, /^\| 1 MiB tensor results +\| +tensorproc processes +\|.*\| +\d+% +\|/m, 'the fresh limit as a share');
   if (findPythons().torch) {
-    for (const [c, bar] of [['tiny, chunksize 1', '≥ 1\\.5x torch'], ['tiny, default chunksize', '≥ torch'], ['1 MiB tensor results', '≥ 10x torch']]) {
+    for (const [c, bar] of [
+      ['tiny, chunksize 1', '≥ 1\\.5x torch'],
+      ['tiny, default chunksize', '≥ torch'],
+      ['1 MiB tensor results', '≥ 10x torch'],
+    ]) {
       // Cells are padded on either side (markdown-table aligns the columns).
-      assert.match(table, new RegExp(`^\\| ${c} +\\| +tensorproc processes +\\|.*\\| +${bar} +\\| +(pass|BELOW) \\([\\d.]+x\\)(; out of reach: fresh limit [\\d.]+x)? +\\|$`, 'm'), c);
+      assert.match(
+        table,
+        new RegExp(
+          `^\\| ${c} +\\| +tensorproc processes +\\|.*\\| +${bar} +\\| +(pass|BELOW) \\([\\d.]+x\\)(; out of reach: fresh limit [\\d.]+x)? +\\|$`,
+          'm',
+        ),
+        c,
+      );
     }
     // A verdict below the bar names the limit when the limit itself is below it and ours is
     // not above the limit (one trial each: the values are the medians).

@@ -17,7 +17,18 @@ const run = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], {
 
 test('doctor reports every check', () => {
   const r = run('doctor');
-  for (const name of ['node', 'addon', 'file_descriptor strategy', 'file_system strategy', 'default strategy', 'leftover segments', '/dev/shm', 'memory', 'open-file limit', 'manager directory']) {
+  for (const name of [
+    'node',
+    'addon',
+    'file_descriptor strategy',
+    'file_system strategy',
+    'default strategy',
+    'leftover segments',
+    '/dev/shm',
+    'memory',
+    'open-file limit',
+    'manager directory',
+  ]) {
     assert.match(r.stdout, new RegExp(`^(ok  |WARN|FAIL)  ${name.replace('/', '\\/')} `, 'm'), name);
   }
   // The exit status and the report agree: 1 with a failed check (this machine may lack one), else 0.
@@ -82,7 +93,16 @@ test('shm ls shows segments; shm clean removes only those whose users are all de
 });
 
 test('every command has --help, exiting 0 with its usage', () => {
-  for (const args of [['--help'], ['help'], ['bench', '--help'], ['doctor', '--help'], ['shm', '--help'], ['shm', 'ls', '--help'], ['shm', 'clean', '--help'], ['help', 'bench']]) {
+  for (const args of [
+    ['--help'],
+    ['help'],
+    ['bench', '--help'],
+    ['doctor', '--help'],
+    ['shm', '--help'],
+    ['shm', 'ls', '--help'],
+    ['shm', 'clean', '--help'],
+    ['help', 'bench'],
+  ]) {
     const r = run(...args);
     assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
     const usage = args.filter((a) => a !== '--help' && a !== 'help').join(' ');
@@ -90,7 +110,10 @@ test('every command has --help, exiting 0 with its usage', () => {
   }
   const version = run('--version');
   assert.equal(version.status, 0);
-  assert.equal(version.stdout.trim(), (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version);
+  assert.equal(
+    version.stdout.trim(),
+    (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version,
+  );
   const bench = run('bench', '--help').stdout;
   for (const flag of ['--quick', '--json', '--only <ids>', '--plot <file.svg>', '--runs <n>']) assert.ok(bench.includes(flag), flag);
 });
@@ -105,7 +128,10 @@ test('a bad command, flag or value prints the usage and exits 2', () => {
     [['bench', '--only'], /option '--only <ids>' argument missing/],
     [['bench', 'W1'], /too many arguments/],
     [['bench', '--only', 'W2', '--plot', '/tmp/never.svg'], /--plot draws W1, which this run does not measure: add W1 to --only/],
-    [['bench', '--plot', '/tmp/never.png'], /option '--plot <file\.svg>' argument '\/tmp\/never\.png' is invalid\. the plot is drawn as SVG/],
+    [
+      ['bench', '--plot', '/tmp/never.png'],
+      /option '--plot <file\.svg>' argument '\/tmp\/never\.png' is invalid\. the plot is drawn as SVG/,
+    ],
     [['bench', '--plot'], /option '--plot <file\.svg>' argument missing/],
     [['bench', '--quick=1'], /unknown option '--quick=1'/],
     [['help', 'nope'], /Usage: tensorproc \[options\] \[command\]/],
@@ -127,7 +153,11 @@ test('a bad command, flag or value prints the usage and exits 2', () => {
  * Runs the CLI with its stdout read by a reader that closes it after `lines` lines (0: before
  * the CLI has started), as `| head -n` does; `onClose` sees the CLI's pid at that moment.
  */
-function intoClosedPipe(args: string[], lines: number, onClose: (pid: number) => void = () => {}): Promise<{ status: number | null; signal: string | null; stderr: string }> {
+function intoClosedPipe(
+  args: string[],
+  lines: number,
+  onClose: (pid: number) => void = () => {},
+): Promise<{ status: number | null; signal: string | null; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';

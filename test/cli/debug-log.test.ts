@@ -19,13 +19,19 @@ test.after(() => rmSync(dir, { recursive: true, force: true }));
 function run(name: string, env: Record<string, string>): { status: number | null; stderr: string } {
   const managerDir = join(dir, name);
   // The manager leaves soon after its last client, so that the test can wait for its exit.
-  return spawnSync(process.execPath, [pipeline], { encoding: 'utf8', env: { ...process.env, TENSORPROC_MANAGER_DIR: managerDir, TENSORPROC_MANAGER_IDLE_MS: '200', ...env } });
+  return spawnSync(process.execPath, [pipeline], {
+    encoding: 'utf8',
+    env: { ...process.env, TENSORPROC_MANAGER_DIR: managerDir, TENSORPROC_MANAGER_IDLE_MS: '200', ...env },
+  });
 }
 
 test('NODE_DEBUG=tensorproc logs segments made and recycled, the manager started and its sweeps, children started and how they ended', async () => {
   const r = run('debug', { NODE_DEBUG: 'tensorproc' });
   assert.equal(r.status, 0, r.stderr);
-  const lines = r.stderr.split('\n').filter((l) => /^TENSORPROC \d+: /.test(l)).map((l) => l.replace(/^TENSORPROC \d+: /, ''));
+  const lines = r.stderr
+    .split('\n')
+    .filter((l) => /^TENSORPROC \d+: /.test(l))
+    .map((l) => l.replace(/^TENSORPROC \d+: /, ''));
   const has = (re: RegExp, what: string): string => {
     const l = lines.find((x) => re.test(x));
     assert.ok(l, `${what}: ${re} in\n${lines.join('\n')}`);

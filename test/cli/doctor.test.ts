@@ -19,7 +19,10 @@ test.after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs `doctor` through sh, with `prefix` before it (a ulimit, say) and env additions. */
 function doctor(prefix: string, env: Record<string, string> = {}): { status: number | null; lines: Map<string, string>; out: string } {
-  const r = spawnSync('sh', ['-c', `${prefix} exec "$0" "$1" doctor`, process.execPath, cli], { encoding: 'utf8', env: { ...process.env, ...env } });
+  const r = spawnSync('sh', ['-c', `${prefix} exec "$0" "$1" doctor`, process.execPath, cli], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
   const lines = new Map<string, string>();
   for (const l of r.stdout.split('\n')) {
     const m = /^(ok {2}|WARN|FAIL) {2}(.+?) {2,}(.*)$/.exec(l);
@@ -35,7 +38,11 @@ test('a /dev/shm of 64 MiB, as Docker gives, is a warning naming --shm-size', (t
     t.skip(`cannot mount a small /dev/shm here (needs root and unshare): ${(probe.stderr || probe.error?.message || '').trim()}`);
     return;
   }
-  const r = spawnSync('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$0" "$1" doctor', process.execPath, cli], { encoding: 'utf8' });
+  const r = spawnSync(
+    'unshare',
+    ['-m', 'sh', '-c', 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$0" "$1" doctor', process.execPath, cli],
+    { encoding: 'utf8' },
+  );
   assert.match(r.stdout, /^WARN {2}\/dev\/shm +only 64 MiB \(64 MiB free\), a container's default: .*--shm-size=8g/m, r.stdout + r.stderr);
   assert.equal(r.status, 0, 'a warning is not a failure');
   // The same machine without the small tmpfs: no warning.
@@ -44,7 +51,11 @@ test('a /dev/shm of 64 MiB, as Docker gives, is a warning naming --shm-size', (t
 
 test('a low open-file limit is a warning naming how to raise it; a low soft limit alone is not, node raises it', () => {
   const low = doctor('ulimit -n 256 &&');
-  assert.match(low.lines.get('open-file limit')!, /^WARN 256 \(hard 256\): .*ERR_TP_TOO_MANY_FILES.* Raise the hard limit, .*ulimit -Hn 65536.*--ulimit nofile=65536:65536/, low.out);
+  assert.match(
+    low.lines.get('open-file limit')!,
+    /^WARN 256 \(hard 256\): .*ERR_TP_TOO_MANY_FILES.* Raise the hard limit, .*ulimit -Hn 65536.*--ulimit nofile=65536:65536/,
+    low.out,
+  );
   assert.equal(low.status, 0, 'a warning is not a failure');
   const soft = doctor('ulimit -Sn 256 &&');
   assert.match(soft.lines.get('open-file limit')!, /^ok soft (\d+), hard \1$/, soft.out);
@@ -54,16 +65,26 @@ test('a manager directory that cannot be made, or that others can enter, is a wa
   const file = join(dir, 'a-file');
   writeFileSync(file, '');
   const blocked = doctor('', { TENSORPROC_MANAGER_DIR: join(file, 'tensorproc') });
-  assert.match(blocked.lines.get('manager directory')!, /^WARN .*a-file\/tensorproc is missing and cannot be made \(.*a-file is not a directory\): file_system cannot start its manager.*TENSORPROC_MANAGER_DIR/, blocked.out);
+  assert.match(
+    blocked.lines.get('manager directory')!,
+    /^WARN .*a-file\/tensorproc is missing and cannot be made \(.*a-file is not a directory\): file_system cannot start its manager.*TENSORPROC_MANAGER_DIR/,
+    blocked.out,
+  );
   assert.equal(blocked.status, 0);
 
   const open = join(dir, 'open');
   mkdirSync(open);
   chmodSync(open, 0o755);
-  assert.match(doctor('', { TENSORPROC_MANAGER_DIR: open }).lines.get('manager directory')!, /^WARN .*open is open to other users \(mode 755, needs 700\)/);
+  assert.match(
+    doctor('', { TENSORPROC_MANAGER_DIR: open }).lines.get('manager directory')!,
+    /^WARN .*open is open to other users \(mode 755, needs 700\)/,
+  );
 
   const later = join(dir, 'later', 'tensorproc');
-  assert.match(doctor('', { TENSORPROC_MANAGER_DIR: later }).lines.get('manager directory')!, /^ok .*later\/tensorproc \(missing: made at first use of file_system\)/);
+  assert.match(
+    doctor('', { TENSORPROC_MANAGER_DIR: later }).lines.get('manager directory')!,
+    /^ok .*later\/tensorproc \(missing: made at first use of file_system\)/,
+  );
   assert.equal(existsSync(later), false, 'doctor makes nothing');
 
   const fine = join(dir, 'fine');

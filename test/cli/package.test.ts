@@ -30,7 +30,11 @@ interface Packed {
 /** The package unpacked as npm installs it, in `dir`/app; returns its root. */
 function install(): { root: string; files: string[] } {
   // --ignore-scripts: `prepare` would compile again; the suite runs on what was just built.
-  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: repo, encoding: 'utf8', timeout: 120_000 });
+  const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], {
+    cwd: repo,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   const [packed] = JSON.parse(out) as Packed[];
   const root = join(dir, 'app', 'node_modules', 'tensorproc');
   mkdirSync(root, { recursive: true });
@@ -55,7 +59,19 @@ function install(): { root: string; files: string[] } {
 
 test('the installed package has its anchors and bootstrap bundle, and its bench and doctor run from it', { timeout: 300_000 }, () => {
   const { root, files } = install();
-  for (const f of ['dist/src/cli/main.js', 'dist/bench/run.js', 'dist/bench/queue.js', 'dist/bench/spawn.js', 'dist/bench/anchors/node-ipc.js', 'bench/anchors/torch-queue.py', 'bench/anchors/torch-spawn.py', 'bench/anchors/message-limit.py', 'dist/src/programs/process-child.bundle.js', 'dist/bundle/index.js', 'dist/bundle/programs/process-child.bundle.js']) {
+  for (const f of [
+    'dist/src/cli/main.js',
+    'dist/bench/run.js',
+    'dist/bench/queue.js',
+    'dist/bench/spawn.js',
+    'dist/bench/anchors/node-ipc.js',
+    'bench/anchors/torch-queue.py',
+    'bench/anchors/torch-spawn.py',
+    'bench/anchors/message-limit.py',
+    'dist/src/programs/process-child.bundle.js',
+    'dist/bundle/index.js',
+    'dist/bundle/programs/process-child.bundle.js',
+  ]) {
     assert.ok(files.includes(f), `${f} ships in the package`);
   }
   assert.ok(!files.some((f) => f.startsWith('dist/test/')), 'the tests do not ship');
@@ -63,28 +79,45 @@ test('the installed package has its anchors and bootstrap bundle, and its bench 
   // Children of the installed package run the bundle, whatever times npm unpacked it with
   // (asked in a process of its own: this one has its own copy of the library loaded).
   const startModule = pathToFileURL(join(root, 'dist/src/process/child-start.js')).href;
-  const chosen = execFileSync(process.execPath, ['--input-type=module', '-e', `const { processBootstrap } = await import(${JSON.stringify(startModule)}); console.log(processBootstrap().href);`], { encoding: 'utf8', timeout: 60_000 });
+  const chosen = execFileSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `const { processBootstrap } = await import(${JSON.stringify(startModule)}); console.log(processBootstrap().href);`,
+    ],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
   assert.equal(chosen.trim(), pathToFileURL(join(root, 'dist/src/programs/process-child.bundle.js')).href);
 
   // A user's program beside node_modules: 'tensorproc' is the bundle (NOTE [The package
   // bundle]), and a DataLoader's workers, over a dataset module that imports it too, collate
   // its tensors (one copy of the library in each process).
   const cwd = join(dir, 'app');
-  writeFileSync(join(cwd, 'data.mjs'), "import * as mp from 'tensorproc';\nexport const rows = (n) => ({ length: n, getItem: (i) => mp.full([2], i) });\n");
+  writeFileSync(
+    join(cwd, 'data.mjs'),
+    "import * as mp from 'tensorproc';\nexport const rows = (n) => ({ length: n, getItem: (i) => mp.full([2], i) });\n",
+  );
   writeFileSync(
     join(cwd, 'main.mjs'),
     "import * as mp from 'tensorproc';\n" +
       "console.log(import.meta.resolve('tensorproc'));\n" +
       "const loader = new mp.DataLoader({ module: new URL('./data.mjs', import.meta.url), export: 'rows', args: [6] }, { batchSize: 3, numWorkers: 2 });\n" +
-      "for await (const b of loader) console.log(b instanceof mp.Tensor && b.isShared(), JSON.stringify(b.toArray()));\n",
+      'for await (const b of loader) console.log(b instanceof mp.Tensor && b.isShared(), JSON.stringify(b.toArray()));\n',
   );
   const user = spawnSync(process.execPath, ['main.mjs'], { cwd, encoding: 'utf8', timeout: 60_000 });
   assert.equal(user.status, 0, user.stderr);
-  assert.equal(user.stdout, `${pathToFileURL(join(root, 'dist/bundle/index.js')).href}\ntrue [[0,0],[1,1],[2,2]]\ntrue [[3,3],[4,4],[5,5]]\n`);
+  assert.equal(
+    user.stdout,
+    `${pathToFileURL(join(root, 'dist/bundle/index.js')).href}\ntrue [[0,0],[1,1],[2,2]]\ntrue [[3,3],[4,4],[5,5]]\n`,
+  );
 
   const cli = join(root, 'dist/src/cli/main.js');
   const doctor = spawnSync(process.execPath, [cli, 'doctor'], { cwd, encoding: 'utf8', timeout: 60_000 });
-  assert.match(doctor.stdout, new RegExp(`^ok +addon +loaded \\(${join(root, 'build/Release/tensorproc.node').replace(/[.]/g, '\\.')}\\)$`, 'm'));
+  assert.match(
+    doctor.stdout,
+    new RegExp(`^ok +addon +loaded \\(${join(root, 'build/Release/tensorproc.node').replace(/[.]/g, '\\.')}\\)$`, 'm'),
+  );
   assert.equal(doctor.status, /^FAIL/m.test(doctor.stdout) ? 1 : 0, doctor.stdout + doctor.stderr);
 
   const bench = spawnSync(process.execPath, [cli, 'bench', '--quick', '--only', 'W2'], { cwd, encoding: 'utf8', timeout: 180_000 });

@@ -20,23 +20,41 @@ const collateError = (fn: () => unknown, path: string): void => {
 
 describe('defaultCollate', () => {
   test('tensors: stacked along a new first dimension into one shared tensor, each sample copied', () => {
-    fc.assert(fc.property(fc.integer({ min: 1, max: 6 }), fc.array(fc.integer({ min: 1, max: 4 }), { maxLength: 3 }), (b, shape) => {
-      const samples = Array.from({ length: b }, (_, i) => mp.full(shape, i + 0.5, { dtype: 'float64' }));
-      const out = mp.defaultCollate(samples) as mp.Tensor;
-      assert.deepEqual(out.shape, [b, ...shape]);
-      assert.equal(out.dtype, 'float64');
-      assert.equal(out.isShared(), true);
-      for (let i = 0; i < b; i++) assert.deepEqual(out.select(0, i).toArray(), samples[i]!.toArray());
-      samples[0]!.fill(99); // a copy, not a view of the samples
-      assert.notEqual(out.select(0, 0).contiguous().data[0], 99);
-      out.release();
-    }));
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 6 }), fc.array(fc.integer({ min: 1, max: 4 }), { maxLength: 3 }), (b, shape) => {
+        const samples = Array.from({ length: b }, (_, i) => mp.full(shape, i + 0.5, { dtype: 'float64' }));
+        const out = mp.defaultCollate(samples) as mp.Tensor;
+        assert.deepEqual(out.shape, [b, ...shape]);
+        assert.equal(out.dtype, 'float64');
+        assert.equal(out.isShared(), true);
+        for (let i = 0; i < b; i++) assert.deepEqual(out.select(0, i).toArray(), samples[i]!.toArray());
+        samples[0]!.fill(99); // a copy, not a view of the samples
+        assert.notEqual(out.select(0, 0).contiguous().data[0], 99);
+        out.release();
+      }),
+    );
   });
 
   test('non-contiguous samples (a transposed view) are stacked by value', () => {
-    const t = mp.tensor([[1, 2, 3], [4, 5, 6]]).transpose(0, 1);
+    const t = mp
+      .tensor([
+        [1, 2, 3],
+        [4, 5, 6],
+      ])
+      .transpose(0, 1);
     const out = mp.defaultCollate([t, t]) as mp.Tensor;
-    assert.deepEqual(out.toArray(), [[[1, 4], [2, 5], [3, 6]], [[1, 4], [2, 5], [3, 6]]]);
+    assert.deepEqual(out.toArray(), [
+      [
+        [1, 4],
+        [2, 5],
+        [3, 6],
+      ],
+      [
+        [1, 4],
+        [2, 5],
+        [3, 6],
+      ],
+    ]);
     out.release();
   });
 
@@ -62,7 +80,10 @@ describe('defaultCollate', () => {
   test('TypedArrays are stacked like tensors of their dtype', () => {
     const out = mp.defaultCollate([new Uint8Array([1, 2]), new Uint8Array([3, 4])]) as mp.Tensor;
     assert.equal(out.dtype, 'uint8');
-    assert.deepEqual(out.toArray(), [[1, 2], [3, 4]]);
+    assert.deepEqual(out.toArray(), [
+      [1, 2],
+      [3, 4],
+    ]);
   });
 
   test('arrays (tuples) are transposed, plain objects and Maps collated per key, recursively', () => {
@@ -71,7 +92,10 @@ describe('defaultCollate', () => {
       [mp.full([2], 2), { label: 4, meta: { name: 'b', w: 1 } }],
     ];
     const [x, rest] = mp.defaultCollate(batch) as [mp.Tensor, { label: mp.Tensor; meta: { name: string[]; w: mp.Tensor } }];
-    assert.deepEqual(x.toArray(), [[1, 1], [2, 2]]);
+    assert.deepEqual(x.toArray(), [
+      [1, 1],
+      [2, 2],
+    ]);
     assert.deepEqual(rest.label.toArray(), [3, 4]);
     assert.deepEqual(rest.meta.name, ['a', 'b']);
     assert.equal(rest.meta.w.dtype, 'float64');
@@ -84,7 +108,14 @@ describe('defaultCollate', () => {
     collateError(() => mp.defaultCollate([mp.zeros([2]), mp.zeros([2], { dtype: 'int32' })]), 'batch');
     collateError(() => mp.defaultCollate([{ a: [1, 2] }, { a: [1] }]), 'batch.a');
     collateError(() => mp.defaultCollate([{ a: 1, b: 2 }, { a: 1 }]), 'batch.b');
-    collateError(() => mp.defaultCollate([[1, 'x'], [2, 3]]), 'batch[1]');
+    collateError(
+      () =>
+        mp.defaultCollate([
+          [1, 'x'],
+          [2, 3],
+        ]),
+      'batch[1]',
+    );
     collateError(() => mp.defaultCollate([{ d: new Date() }, { d: new Date() }]), 'batch.d');
     collateError(() => mp.defaultCollate([null, null]), 'batch');
     collateError(() => mp.defaultCollate([{ x: undefined }, { x: undefined }]), 'batch.x');
@@ -134,29 +165,46 @@ describe('CollateStream (NOTE [Collating as samples come])', () => {
   test('the same batches as defaultCollate: tensors, TypedArrays, numbers, strings, arrays, Maps, objects', () => {
     const sample = (i: number) => ({
       img: mp.full([2, 3], i),
-      view: mp.tensor([[i, 1, 2], [3, 4, 5]]).transpose(0, 1),
+      view: mp
+        .tensor([
+          [i, 1, 2],
+          [3, 4, 5],
+        ])
+        .transpose(0, 1),
       ta: new Int16Array([i, -i]),
-      n: i, f: i + 0.5, b: i % 2 === 0, s: `s${i}`, big: BigInt(i),
+      n: i,
+      f: i + 0.5,
+      b: i % 2 === 0,
+      s: `s${i}`,
+      big: BigInt(i),
       pair: [mp.full([1], -i), i],
-      m: new Map<string, unknown>([['k', mp.full([2], i, { dtype: 'int32' })], ['j', i]]),
+      m: new Map<string, unknown>([
+        ['k', mp.full([2], i, { dtype: 'int32' })],
+        ['j', i],
+      ]),
     });
     for (const n of [1, 2, 5]) {
       const samples = Array.from({ length: n }, (_, i) => sample(i));
-      const a = streamed(samples), b = mp.defaultCollate(samples);
+      const a = streamed(samples),
+        b = mp.defaultCollate(samples);
       assert.deepEqual(picture(a), picture(b));
       assert.ok((a as { img: mp.Tensor }).img.isShared());
       mp.releaseTensors(a);
       mp.releaseTensors(b);
     }
-    fc.assert(fc.property(fc.array(fc.tuple(fc.integer(), fc.double({ noNaN: true })), { minLength: 1, maxLength: 8 }), (rows) => {
-      const samples = rows.map(([i, x]) => [mp.full([2], x), i, { x }]);
-      const a = streamed(samples), b = mp.defaultCollate(samples);
-      assert.deepEqual(picture(a), picture(b));
-      mp.releaseTensors([a, b]);
-    }), { numRuns: 50 });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer(), fc.double({ noNaN: true })), { minLength: 1, maxLength: 8 }), (rows) => {
+        const samples = rows.map(([i, x]) => [mp.full([2], x), i, { x }]);
+        const a = streamed(samples),
+          b = mp.defaultCollate(samples);
+        assert.deepEqual(picture(a), picture(b));
+        mp.releaseTensors([a, b]);
+      }),
+      { numRuns: 50 },
+    );
   });
 
-  test('a sample that does not match gives defaultCollate\'s own CollateError, word for word', () => {
+  test("a sample that does not match gives defaultCollate's own CollateError, word for word", () => {
     const cases: unknown[][] = [
       [mp.zeros([2]), mp.zeros([3])],
       [mp.zeros([2]), mp.zeros([2], { dtype: 'int32' })],
@@ -165,11 +213,24 @@ describe('CollateStream (NOTE [Collating as samples come])', () => {
       [{ a: mp.zeros([1]), b: 2 }, { a: mp.zeros([1]) }],
       [[mp.zeros([1]), 1], [mp.zeros([1])]],
       [new Map([['k', mp.zeros([1])]]), new Map([['j', mp.zeros([1])]])],
-      [{ t: mp.zeros([1]), d: new Date() }, { t: mp.zeros([1]), d: new Date() }],
-      [{ t: mp.zeros([1]), x: 1 }, { t: mp.zeros([1]), x: 'one' }],
+      [
+        { t: mp.zeros([1]), d: new Date() },
+        { t: mp.zeros([1]), d: new Date() },
+      ],
+      [
+        { t: mp.zeros([1]), x: 1 },
+        { t: mp.zeros([1]), x: 'one' },
+      ],
     ];
     for (const samples of cases) {
-      const want = (() => { try { mp.defaultCollate(samples); } catch (e) { return e as mp.CollateError; } return null; })();
+      const want = (() => {
+        try {
+          mp.defaultCollate(samples);
+        } catch (e) {
+          return e as mp.CollateError;
+        }
+        return null;
+      })();
       assert.ok(want instanceof mp.CollateError);
       const e = throwsCoded(() => streamed(samples), mp.CollateError, 'ERR_TP_COLLATE');
       assert.equal(e.message, want.message);
@@ -188,7 +249,13 @@ describe('CollateStream (NOTE [Collating as samples come])', () => {
       got.push((b as mp.Tensor).toArray());
       mp.releaseTensors(b);
     }
-    assert.deepEqual(got, [[0, 1, 2], [3, 4, 5]].map((r) => r.map((i) => [i, i, i, i])));
+    assert.deepEqual(
+      got,
+      [
+        [0, 1, 2],
+        [3, 4, 5],
+      ].map((r) => r.map((i) => [i, i, i, i])),
+    );
     const mixed = { length: 4, getItem: (i: number) => (i === 1 ? Promise.resolve(mp.full([1], i)) : mp.full([1], i)) };
     const batches: unknown[] = [];
     for await (const b of new mp.DataLoader(mixed, { batchSize: 4 })) {

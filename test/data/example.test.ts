@@ -19,13 +19,16 @@ const program = fileURLToPath(new URL('../../examples/evaluate.js', import.meta.
 const small = ['DATASET.NUM_IMAGES', '24', 'DATASET.INPUT_SIZE', '64', 'TEST.LOG_PROGRESS', 'false', 'PRINT_FREQ', '10'];
 
 describe('examples/evaluate', () => {
-  test('runs on a small config: every image evaluated, the seed\'s table printed, accuracy well above chance', async () => {
+  test("runs on a small config: every image evaluated, the seed's table printed, accuracy well above chance", async () => {
     const lines: string[] = [];
     const cfg = configFrom(['--cfg', cfgFile, ...small, 'WORKERS', '2']);
     assert.equal(cfg.DATASET.NUM_IMAGES, 24);
     const out = await run(cfg, (l) => lines.push(l));
     assert.equal(out.images, 24);
-    assert.deepEqual(lines.filter((l) => l.startsWith('finish images')), ['finish images: 0', 'finish images: 10', 'finish images: 20']);
+    assert.deepEqual(
+      lines.filter((l) => l.startsWith('finish images')),
+      ['finish images: 0', 'finish images: 10', 'finish images: 20'],
+    );
     const [head, rule, row] = out.table;
     assert.equal(head, '| Arch | AP | Ap .5 | AP .75 | AR | AR .5 | PCK@0.1 | Err (px) |');
     assert.equal(rule, '|---|---|---|---|---|---|---|---|');
@@ -35,7 +38,11 @@ describe('examples/evaluate', () => {
   });
 
   test('_print_name_value: names over 15 characters are shortened to 8 and "..."', () => {
-    assert.deepEqual(formatNameValue({ AP: 0.5, AR: 0.25 }, 'short_name'), ['| Arch | AP | AR |', '|---|---|---|', '| short_name | 0.500 | 0.250 |']);
+    assert.deepEqual(formatNameValue({ AP: 0.5, AR: 0.25 }, 'short_name'), [
+      '| Arch | AP | AR |',
+      '|---|---|---|',
+      '| short_name | 0.500 | 0.250 |',
+    ]);
     assert.equal(formatNameValue({ AP: 1 }, 'exactly_15_char')[2], '| exactly_15_char | 1.000 |');
     assert.equal(formatNameValue({ AP: 1 }, 'sixteen_chars_xx')[2], '| sixteen_... | 1.000 |');
   });
@@ -43,7 +50,11 @@ describe('examples/evaluate', () => {
   test('bad configs are ConfigErrors naming the key; the program exits 2 with the message', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tp-example-'));
     try {
-      const bad = (argv: string[], re: RegExp) => assert.throws(() => configFrom(argv), (e: unknown) => e instanceof ConfigError && re.test(e.message));
+      const bad = (argv: string[], re: RegExp) =>
+        assert.throws(
+          () => configFrom(argv),
+          (e: unknown) => e instanceof ConfigError && re.test(e.message),
+        );
       bad([], /--cfg is required/);
       bad(['--cfg', join(dir, 'missing.yaml')], /cannot read the config file/);
       bad(['--cfg', cfgFile, 'MODEL.DEPTH', '3'], /non-existent config key: MODEL.DEPTH/);

@@ -27,10 +27,17 @@ describe('DataLoader, numWorkers 0', () => {
   test('batches in sampler order, the last one short; dropLast drops it; length agrees', async () => {
     const loader = new mp.DataLoader(squares(10), { batchSize: 4 });
     assert.equal(loader.length, 3);
-    assert.deepEqual(await ys(loader), [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]);
+    assert.deepEqual(await ys(loader), [
+      [0, 1, 2, 3],
+      [4, 5, 6, 7],
+      [8, 9],
+    ]);
     const dl = new mp.DataLoader(squares(10), { batchSize: 4, dropLast: true });
     assert.equal(dl.length, 2);
-    assert.deepEqual(await ys(dl), [[0, 1, 2, 3], [4, 5, 6, 7]]);
+    assert.deepEqual(await ys(dl), [
+      [0, 1, 2, 3],
+      [4, 5, 6, 7],
+    ]);
   });
 
   test('a batch is the default collate of its samples: tensors stacked in shared memory', async () => {
@@ -51,8 +58,14 @@ describe('DataLoader, numWorkers 0', () => {
       return [(await ys(loader)).flat(), (await ys(loader)).flat()];
     };
     const [a1, a2] = await run(11);
-    assert.deepEqual([...a1!].sort((x, y) => x - y), Array.from({ length: 50 }, (_, i) => i));
-    assert.deepEqual([...a2!].sort((x, y) => x - y), Array.from({ length: 50 }, (_, i) => i));
+    assert.deepEqual(
+      [...a1!].sort((x, y) => x - y),
+      Array.from({ length: 50 }, (_, i) => i),
+    );
+    assert.deepEqual(
+      [...a2!].sort((x, y) => x - y),
+      Array.from({ length: 50 }, (_, i) => i),
+    );
     assert.notDeepEqual(a1, a2);
     assert.deepEqual(await run(11), [a1, a2]);
     assert.notDeepEqual((await run(12))[0], a1);
@@ -85,13 +98,22 @@ describe('DataLoader, numWorkers 0', () => {
     const viaTarget = new mp.DataLoader(target('asyncItems', 5), { batchSize: 3 });
     const nums: number[][] = [];
     for await (const b of viaTarget) nums.push((b as mp.Tensor).toArray() as number[]);
-    assert.deepEqual(nums, [[0, 1, 2], [3, 4]]);
-    const noLen = new mp.DataLoader(squares(3), { sampler: (function* () { yield 0; })() });
+    assert.deepEqual(nums, [
+      [0, 1, 2],
+      [3, 4],
+    ]);
+    const noLen = new mp.DataLoader(squares(3), {
+      sampler: (function* () {
+        yield 0;
+      })(),
+    });
     throwsCoded(() => noLen.length, mp.NoLengthError, 'ERR_TP_NO_LENGTH');
   });
 
-  test('iterable datasets: async and sync iterables, batched, dropLast; length from the dataset\'s length', async () => {
-    async function* gen() { for (let i = 0; i < 5; i++) yield i; }
+  test("iterable datasets: async and sync iterables, batched, dropLast; length from the dataset's length", async () => {
+    async function* gen() {
+      for (let i = 0; i < 5; i++) yield i;
+    }
     const a = new mp.DataLoader({ [Symbol.asyncIterator]: gen }, { batchSize: 2 });
     const got: number[][] = [];
     for await (const b of a) got.push((b as mp.Tensor).toArray() as number[]);
@@ -111,7 +133,15 @@ describe('DataLoader, numWorkers 0', () => {
 
   test('breaking out of an iterable dataset stops its iterator (its finally runs)', async () => {
     let finished = false;
-    const ds = { async *[Symbol.asyncIterator]() { try { for (let i = 0; ; i++) yield i; } finally { finished = true; } } };
+    const ds = {
+      async *[Symbol.asyncIterator]() {
+        try {
+          for (let i = 0; ; i++) yield i;
+        } finally {
+          finished = true;
+        }
+      },
+    };
     for await (const b of new mp.DataLoader(ds, { batchSize: 2 })) {
       assert.ok(b);
       break;
@@ -136,7 +166,13 @@ describe('DataLoader, numWorkers 0', () => {
   test('getWorkerInfo() is null in the main process, during loading too', async () => {
     assert.equal(mp.getWorkerInfo(), null);
     const seen: unknown[] = [];
-    const ds = { length: 2, getItem: (i: number) => { seen.push(mp.getWorkerInfo()); return i; } };
+    const ds = {
+      length: 2,
+      getItem: (i: number) => {
+        seen.push(mp.getWorkerInfo());
+        return i;
+      },
+    };
     for await (const b of new mp.DataLoader(ds)) assert.ok(b);
     assert.deepEqual(seen, [null, null]);
   });
@@ -180,17 +216,24 @@ describe('DataLoader, numWorkers 0', () => {
   });
 
   test('stateDict of a user sampler with its own generator, and of an iterable dataset (batches reloaded and dropped)', async () => {
-    const mk = () => new mp.DataLoader(squares(12), { batchSize: 2, sampler: new mp.RandomSampler(12, { generator: new mp.Generator(8) }) });
+    const mk = () =>
+      new mp.DataLoader(squares(12), { batchSize: 2, sampler: new mp.RandomSampler(12, { generator: new mp.Generator(8) }) });
     const whole = await ys(mk());
     const l = mk();
     let k = 0;
-    for await (const b of l) { mp.releaseTensors(b); if (++k === 2) break; }
+    for await (const b of l) {
+      mp.releaseTensors(b);
+      if (++k === 2) break;
+    }
     const r = mk();
     r.loadStateDict(l.stateDict());
     assert.deepEqual(await ys(r), whole.slice(2));
     const it = new mp.DataLoader(target('stream', 9), { batchSize: 2 });
     const got: number[][] = [];
-    for await (const b of it) { got.push((b as mp.Tensor).toArray() as number[]); if (got.length === 2) break; }
+    for await (const b of it) {
+      got.push((b as mp.Tensor).toArray() as number[]);
+      if (got.length === 2) break;
+    }
     const it2 = new mp.DataLoader(target('stream', 9), { batchSize: 2 });
     it2.loadStateDict(it.stateDict());
     const rest: number[][] = [];
@@ -211,9 +254,13 @@ describe('DataLoader, numWorkers 0', () => {
 
 describe('DataLoader options refused', () => {
   const bad = (dataset: unknown, opts: unknown) =>
-    throwsCoded(() => new mp.DataLoader(dataset as mp.Dataset, opts as mp.DataLoaderOptions), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    throwsCoded(
+      () => new mp.DataLoader(dataset as mp.Dataset, opts as mp.DataLoaderOptions),
+      mp.InvalidArgumentError,
+      'ERR_TP_INVALID_ARGUMENT',
+    );
 
-  test('torch\'s exclusive options and bad values', () => {
+  test("torch's exclusive options and bad values", () => {
     bad(squares(3), { shuffle: true, sampler: [0] });
     bad(squares(3), { batchSampler: [[0]], batchSize: 2 });
     bad(squares(3), { batchSampler: [[0]], dropLast: true });
@@ -237,18 +284,33 @@ describe('DataLoader options refused', () => {
     await assert.rejects(l.ready(), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
   });
 
-  test('not a dataset: InvalidDatasetError, from the constructor or from the target\'s build', async () => {
+  test("not a dataset: InvalidDatasetError, from the constructor or from the target's build", async () => {
     throwsCoded(() => new mp.DataLoader(42 as unknown as mp.Dataset), mp.InvalidDatasetError, 'ERR_TP_INVALID_DATASET');
     throwsCoded(() => new mp.DataLoader({ length: -1, getItem: () => 0 }), mp.InvalidDatasetError, 'ERR_TP_INVALID_DATASET');
     await assert.rejects(new mp.DataLoader(target('notADataset')).ready(), isCoded(mp.InvalidDatasetError, 'ERR_TP_INVALID_DATASET'));
-    await assert.rejects(new mp.DataLoader(target('notAFunction')).ready(), isCoded(mp.TargetNotFunctionError, 'ERR_TP_TARGET_NOT_FUNCTION'));
+    await assert.rejects(
+      new mp.DataLoader(target('notAFunction')).ready(),
+      isCoded(mp.TargetNotFunctionError, 'ERR_TP_TARGET_NOT_FUNCTION'),
+    );
     throwsCoded(() => new mp.DataLoader({ module: 5 } as unknown as mp.DatasetTarget), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
   });
 
   test('with workers, a dataset object or a function is refused, saying to pass a target', () => {
-    const e = throwsCoded(() => new mp.DataLoader(squares(3), { numWorkers: 2 }), mp.DatasetNeedsTargetError, 'ERR_TP_DATASET_NEEDS_TARGET');
+    const e = throwsCoded(
+      () => new mp.DataLoader(squares(3), { numWorkers: 2 }),
+      mp.DatasetNeedsTargetError,
+      'ERR_TP_DATASET_NEEDS_TARGET',
+    );
     assert.match(e.message, /dataset target/);
-    throwsCoded(() => new mp.DataLoader(target('squares', 3), { numWorkers: 1, collate: (b: unknown[]) => b }), mp.DatasetNeedsTargetError, 'ERR_TP_DATASET_NEEDS_TARGET');
-    throwsCoded(() => new mp.DataLoader(target('squares', 3), { numWorkers: 1, workerInit: () => {} }), mp.DatasetNeedsTargetError, 'ERR_TP_DATASET_NEEDS_TARGET');
+    throwsCoded(
+      () => new mp.DataLoader(target('squares', 3), { numWorkers: 1, collate: (b: unknown[]) => b }),
+      mp.DatasetNeedsTargetError,
+      'ERR_TP_DATASET_NEEDS_TARGET',
+    );
+    throwsCoded(
+      () => new mp.DataLoader(target('squares', 3), { numWorkers: 1, workerInit: () => {} }),
+      mp.DatasetNeedsTargetError,
+      'ERR_TP_DATASET_NEEDS_TARGET',
+    );
   });
 });

@@ -39,19 +39,29 @@ async function batches(loader: mp.DataLoader<unknown>): Promise<unknown[]> {
 
 describe('DataLoader releaseSamples', () => {
   test('in this process: the batches are the same, and every sample is released once collated (without the option none is)', async () => {
-    for (const later of [Infinity, 2]) { // streamed; and samples 2.. answering with promises (the fallback)
+    for (const later of [Infinity, 2]) {
+      // streamed; and samples 2.. answering with promises (the fallback)
       const plain = recording(10, -1, later);
       const owned = recording(10, -1, later);
       const want = await batches(new mp.DataLoader(plain.dataset, { batchSize: 4 }));
       assert.deepEqual(await batches(new mp.DataLoader(owned.dataset, { batchSize: 4, releaseSamples: true })), want);
-      assert.ok(owned.returned.every((t) => t.storage.isReleased()), 'every sample released');
-      assert.ok(plain.returned.every((t) => !t.storage.isReleased()), 'none released without the option');
+      assert.ok(
+        owned.returned.every((t) => t.storage.isReleased()),
+        'every sample released',
+      );
+      assert.ok(
+        plain.returned.every((t) => !t.storage.isReleased()),
+        'none released without the option',
+      );
     }
   });
 
   test('a sample of another structure: the same CollateError as without the option, word for word, and the samples released', async () => {
     const messageOf = async (opts: mp.DataLoaderOptions, ds: mp.MapDataset<unknown>) => {
-      const e = await batches(new mp.DataLoader(ds, opts)).then(() => null, (err: unknown) => err);
+      const e = await batches(new mp.DataLoader(ds, opts)).then(
+        () => null,
+        (err: unknown) => err,
+      );
       assert.ok(isCoded(mp.CollateError, 'ERR_TP_COLLATE')(e));
       return (e as Error).message;
     };
@@ -77,7 +87,10 @@ describe('DataLoader releaseSamples', () => {
       return i === 1 ? [t, dead] : [t, mp.full([3], i)]; // the walk meets the fresh tensor first
     };
     const loader = new mp.DataLoader({ length: 2, getItem }, { batchSize: 2, releaseSamples: true });
-    await assert.rejects(batches(loader), (e: any) => isCoded(mp.ReleasedError, 'ERR_TP_RELEASED')(e) && /Sample 1 .*releaseSamples/.test(e.message));
+    await assert.rejects(
+      batches(loader),
+      (e: any) => isCoded(mp.ReleasedError, 'ERR_TP_RELEASED')(e) && /Sample 1 .*releaseSamples/.test(e.message),
+    );
     assert.ok(fresh[0]!.storage.isReleased(), 'sample 0 was collated, then released');
     assert.ok(!fresh[1]!.storage.isReleased(), 'nothing of sample 1 released');
   });
@@ -85,7 +98,10 @@ describe('DataLoader releaseSamples', () => {
   test('with workers (processes and threads): samples released in the worker as the batch is made', async () => {
     for (const startMethod of ['spawn', 'thread'] as const) {
       for (const releaseSamples of [false, true]) {
-        const loader = new mp.DataLoader({ module: fixtures, export: 'releaseWatch', args: [12] }, { batchSize: 4, numWorkers: 2, startMethod, releaseSamples });
+        const loader = new mp.DataLoader(
+          { module: fixtures, export: 'releaseWatch', args: [12] },
+          { batchSize: 4, numWorkers: 2, startMethod, releaseSamples },
+        );
         for await (const b of loader) {
           const { x, y } = b as { x: mp.Tensor; y: mp.Tensor };
           const ys = y.toArray() as number[];
@@ -102,14 +118,22 @@ describe('DataLoader releaseSamples', () => {
 
   test('bad options: not a boolean, without batching, with a collate', () => {
     const ds = { length: 1, getItem: () => 1 };
-    throwsCoded(() => new mp.DataLoader(ds, { releaseSamples: 1 as unknown as boolean }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    throwsCoded(
+      () => new mp.DataLoader(ds, { releaseSamples: 1 as unknown as boolean }),
+      mp.InvalidArgumentError,
+      'ERR_TP_INVALID_ARGUMENT',
+    );
     throwsCoded(() => new mp.DataLoader(ds, { batchSize: null, releaseSamples: true }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
-    throwsCoded(() => new mp.DataLoader(ds, { collate: (b: unknown[]) => b, releaseSamples: true }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    throwsCoded(
+      () => new mp.DataLoader(ds, { collate: (b: unknown[]) => b, releaseSamples: true }),
+      mp.InvalidArgumentError,
+      'ERR_TP_INVALID_ARGUMENT',
+    );
   });
 });
 
 describe('release() of private memory', () => {
-  test('frees memory the tensor allocated (its views empty, as a shared tensor\'s); the caller\'s own memory is left be', () => {
+  test("frees memory the tensor allocated (its views empty, as a shared tensor's); the caller's own memory is left be", () => {
     const t = mp.empty([1024]);
     const view = t.data;
     t.release();

@@ -13,40 +13,52 @@ const seed = fc.integer({ min: 0, max: 2 ** 52 - 1 });
 
 describe('Generator', () => {
   test('the same seed gives the same stream; another seed another one', () => {
-    fc.assert(fc.property(seed, (s) => {
-      const a = new mp.Generator(s);
-      const b = new mp.Generator(s);
-      const xs = Array.from({ length: 8 }, () => a.nextUint32());
-      assert.deepEqual(Array.from({ length: 8 }, () => b.nextUint32()), xs);
-      const c = new mp.Generator(s === 0 ? 1 : s - 1);
-      assert.notDeepEqual(Array.from({ length: 8 }, () => c.nextUint32()), xs);
-      assert.equal(a.initialSeed(), s);
-    }));
+    fc.assert(
+      fc.property(seed, (s) => {
+        const a = new mp.Generator(s);
+        const b = new mp.Generator(s);
+        const xs = Array.from({ length: 8 }, () => a.nextUint32());
+        assert.deepEqual(
+          Array.from({ length: 8 }, () => b.nextUint32()),
+          xs,
+        );
+        const c = new mp.Generator(s === 0 ? 1 : s - 1);
+        assert.notDeepEqual(
+          Array.from({ length: 8 }, () => c.nextUint32()),
+          xs,
+        );
+        assert.equal(a.initialSeed(), s);
+      }),
+    );
   });
 
   test('getState/setState resumes the stream exactly', () => {
-    fc.assert(fc.property(seed, fc.nat(50), (s, skip) => {
-      const g = new mp.Generator(s);
-      for (let i = 0; i < skip; i++) g.nextUint32();
-      const state = g.getState();
-      const next = [g.random(), g.randint(7), g.seed()];
-      const h = new mp.Generator(0).setState(JSON.parse(JSON.stringify(state)));
-      assert.deepEqual([h.random(), h.randint(7), h.seed()], next);
-    }));
+    fc.assert(
+      fc.property(seed, fc.nat(50), (s, skip) => {
+        const g = new mp.Generator(s);
+        for (let i = 0; i < skip; i++) g.nextUint32();
+        const state = g.getState();
+        const next = [g.random(), g.randint(7), g.seed()];
+        const h = new mp.Generator(0).setState(JSON.parse(JSON.stringify(state)));
+        assert.deepEqual([h.random(), h.randint(7), h.seed()], next);
+      }),
+    );
   });
 
   test('random() in [0, 1); randint(n) in [0, n); seed() a safe integer below 2**52', () => {
-    fc.assert(fc.property(seed, fc.integer({ min: 1, max: 2 ** 32 }), (s, n) => {
-      const g = new mp.Generator(s);
-      for (let i = 0; i < 20; i++) {
-        const r = g.random();
-        assert.ok(r >= 0 && r < 1);
-        const k = g.randint(n);
-        assert.ok(Number.isInteger(k) && k >= 0 && k < n);
-        const sd = g.seed();
-        assert.ok(Number.isSafeInteger(sd) && sd >= 0 && sd < 2 ** 52);
-      }
-    }));
+    fc.assert(
+      fc.property(seed, fc.integer({ min: 1, max: 2 ** 32 }), (s, n) => {
+        const g = new mp.Generator(s);
+        for (let i = 0; i < 20; i++) {
+          const r = g.random();
+          assert.ok(r >= 0 && r < 1);
+          const k = g.randint(n);
+          assert.ok(Number.isInteger(k) && k >= 0 && k < n);
+          const sd = g.seed();
+          assert.ok(Number.isSafeInteger(sd) && sd >= 0 && sd < 2 ** 52);
+        }
+      }),
+    );
   });
 
   test('randint is close to uniform (chi-square over 10 bins)', () => {
@@ -80,16 +92,21 @@ describe('samplers', () => {
   });
 
   test('RandomSampler without replacement: every index once per pass, passes differ, same seed same passes', () => {
-    fc.assert(fc.property(fc.integer({ min: 1, max: 300 }), seed, (n, s) => {
-      const a = new mp.RandomSampler(n, { generator: new mp.Generator(s) });
-      const p1 = [...a];
-      assert.deepEqual([...p1].sort((x, y) => x - y), Array.from({ length: n }, (_, i) => i));
-      const p2 = [...a];
-      const b = new mp.RandomSampler(n, { generator: new mp.Generator(s) });
-      assert.deepEqual([...b], p1);
-      assert.deepEqual([...b], p2);
-      if (n >= 8) assert.notDeepEqual(p1, p2);
-    }));
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 300 }), seed, (n, s) => {
+        const a = new mp.RandomSampler(n, { generator: new mp.Generator(s) });
+        const p1 = [...a];
+        assert.deepEqual(
+          [...p1].sort((x, y) => x - y),
+          Array.from({ length: n }, (_, i) => i),
+        );
+        const p2 = [...a];
+        const b = new mp.RandomSampler(n, { generator: new mp.Generator(s) });
+        assert.deepEqual([...b], p1);
+        assert.deepEqual([...b], p2);
+        if (n >= 8) assert.notDeepEqual(p1, p2);
+      }),
+    );
   });
 
   test('RandomSampler numSamples beyond the length: whole permutations, cut short; with replacement: any index', () => {
@@ -104,7 +121,11 @@ describe('samplers', () => {
     assert.ok(ys.every((y) => y >= 0 && y < 3));
     assert.equal(r.length, 50);
     throwsCoded(() => new mp.RandomSampler(3, { numSamples: 0 }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
-    throwsCoded(() => new mp.RandomSampler(3, { replacement: 'yes' as unknown as boolean }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    throwsCoded(
+      () => new mp.RandomSampler(3, { replacement: 'yes' as unknown as boolean }),
+      mp.InvalidArgumentError,
+      'ERR_TP_INVALID_ARGUMENT',
+    );
   });
 
   test('SubsetRandomSampler: a permutation of the indices given', () => {
@@ -113,20 +134,40 @@ describe('samplers', () => {
     assert.equal(s.length, 4);
   });
 
-  test('BatchSampler: torch\'s examples, and every index once in order for any n and batch size', () => {
+  test("BatchSampler: torch's examples, and every index once in order for any n and batch size", () => {
     assert.deepEqual([...new mp.BatchSampler(new mp.SequentialSampler(10), 3, false)], [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]);
-    assert.deepEqual([...new mp.BatchSampler(new mp.SequentialSampler(10), 3, true)], [[0, 1, 2], [3, 4, 5], [6, 7, 8]]);
-    fc.assert(fc.property(fc.nat(200), fc.integer({ min: 1, max: 50 }), fc.boolean(), (n, bs, dropLast) => {
-      const b = new mp.BatchSampler(new mp.SequentialSampler(n), bs, dropLast);
-      const batches = [...b];
-      assert.equal(batches.length, b.length);
-      const flat = batches.flat();
-      const kept = dropLast ? Math.floor(n / bs) * bs : n;
-      assert.deepEqual(flat, Array.from({ length: kept }, (_, i) => i));
-      assert.ok(batches.every((x, i) => x.length === bs || (!dropLast && i === batches.length - 1)));
-    }));
+    assert.deepEqual(
+      [...new mp.BatchSampler(new mp.SequentialSampler(10), 3, true)],
+      [
+        [0, 1, 2],
+        [3, 4, 5],
+        [6, 7, 8],
+      ],
+    );
+    fc.assert(
+      fc.property(fc.nat(200), fc.integer({ min: 1, max: 50 }), fc.boolean(), (n, bs, dropLast) => {
+        const b = new mp.BatchSampler(new mp.SequentialSampler(n), bs, dropLast);
+        const batches = [...b];
+        assert.equal(batches.length, b.length);
+        const flat = batches.flat();
+        const kept = dropLast ? Math.floor(n / bs) * bs : n;
+        assert.deepEqual(
+          flat,
+          Array.from({ length: kept }, (_, i) => i),
+        );
+        assert.ok(batches.every((x, i) => x.length === bs || (!dropLast && i === batches.length - 1)));
+      }),
+    );
     throwsCoded(() => new mp.BatchSampler([1, 2], 0), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
     throwsCoded(() => new mp.BatchSampler(5 as unknown as number[], 2), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
-    assert.equal(new mp.BatchSampler((function* () { yield 1; })(), 2).length, undefined);
+    assert.equal(
+      new mp.BatchSampler(
+        (function* () {
+          yield 1;
+        })(),
+        2,
+      ).length,
+      undefined,
+    );
   });
 });

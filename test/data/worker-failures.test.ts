@@ -26,7 +26,10 @@ async function drain(loader: mp.DataLoader, workers = 2): Promise<{ pids: number
       got++;
       mp.releaseTensors(b);
     }
-  })().then(() => null, (e: unknown) => e);
+  })().then(
+    () => null,
+    (e: unknown) => e,
+  );
   let pids: number[] = [];
   await Promise.race([done, waitFor(() => (pids = loader.workerPids).length === workers, 20_000)]);
   const error = await done;
@@ -39,7 +42,7 @@ function noneRunning(pids: number[]): void {
 }
 
 describe('DataLoader worker failures', () => {
-  test('a batch that throws: DataLoaderWorkerError with the worker, the indices and the child\'s stack; the workers are stopped', async () => {
+  test("a batch that throws: DataLoaderWorkerError with the worker, the indices and the child's stack; the workers are stopped", async () => {
     const loader = new mp.DataLoader(target('throwing', 12, 5), { batchSize: 2, numWorkers: 2 });
     const { pids, error, got } = await drain(loader);
     assert.equal(got, 2, 'the batches before it were handed out');
@@ -50,7 +53,7 @@ describe('DataLoader worker failures', () => {
     assert.ok(pids.includes(e.pid));
     assert.match(e.message, /Caught RangeError in DataLoader worker 0 \(pid \d+\) while loading the samples of indices \[4, 5\]/);
     assert.match(e.message, /bad sample 5/);
-    assert.match(e.message, /fixtures\/datasets\.js/, 'the child\'s stack');
+    assert.match(e.message, /fixtures\/datasets\.js/, "the child's stack");
     assert.equal((e.cause as Error).name, 'RangeError');
     noneRunning(pids);
   });
@@ -75,7 +78,10 @@ describe('DataLoader worker failures', () => {
       assert.equal(e.workerId, 1); // indices [6, 7]: the fourth batch, worker 1's
       assert.equal(e.signalName, signal);
       assert.equal(e.exitCode, null);
-      assert.match(e.message, new RegExp(`DataLoader worker 1 \\(pid ${e.pid}\\) was killed by signal ${signal} while loading the samples of indices \\[6, 7`));
+      assert.match(
+        e.message,
+        new RegExp(`DataLoader worker 1 \\(pid ${e.pid}\\) was killed by signal ${signal} while loading the samples of indices \\[6, 7`),
+      );
       if (signal === 'SIGKILL') assert.match(e.message, /out-of-memory killer/);
       noneRunning(pids);
     });
@@ -92,7 +98,10 @@ describe('DataLoader worker failures', () => {
       const e = error as mp.DataLoaderWorkerExitedError;
       assert.equal(e.workerId, 1); // index 3: worker 1's second batch (it may hold 5 too)
       assert.equal(e.signalName, 'SIGABRT', 'V8 aborts a process whose heap is full');
-      assert.match(e.message, /worker 1 \(pid \d+\) was killed by signal SIGABRT while loading the samples of indices \[(\d+, )*3(, \d+)*\]/);
+      assert.match(
+        e.message,
+        /worker 1 \(pid \d+\) was killed by signal SIGABRT while loading the samples of indices \[(\d+, )*3(, \d+)*\]/,
+      );
       assert.match(e.message, /heap out of memory[\s\S]*--max-old-space-size/);
       assert.ok(got <= 3, 'no batch after the one that failed');
       noneRunning(pids);
@@ -141,20 +150,35 @@ describe('DataLoader worker failures', () => {
     process.on('warning', onWarning);
     try {
       const marker = join(dir, 'killed');
-      const loader = new mp.DataLoader(target('killer', 20, 9, { signal: 'SIGKILL', marker }), { batchSize: 2, numWorkers: 2, maxWorkerRestarts: 1 });
+      const loader = new mp.DataLoader(target('killer', 20, 9, { signal: 'SIGKILL', marker }), {
+        batchSize: 2,
+        numWorkers: 2,
+        maxWorkerRestarts: 1,
+      });
       const got: number[] = [];
       for await (const b of loader) {
         got.push(...((b as mp.Tensor).toArray() as number[]));
         mp.releaseTensors(b);
       }
-      assert.deepEqual(got, Array.from({ length: 20 }, (_, i) => i), 'every batch, in order');
+      assert.deepEqual(
+        got,
+        Array.from({ length: 20 }, (_, i) => i),
+        'every batch, in order',
+      );
       const killedPid = Number(readFileSync(marker, 'utf8'));
       assert.ok(!running(killedPid));
       await new Promise((r) => setImmediate(r));
-      assert.ok(warnings.some((w) => /worker 0 \(pid \d+\) was killed by signal SIGKILL.*replaced/.test(w)), warnings.join('\n'));
+      assert.ok(
+        warnings.some((w) => /worker 0 \(pid \d+\) was killed by signal SIGKILL.*replaced/.test(w)),
+        warnings.join('\n'),
+      );
       // Twice in one epoch with one restart allowed: the second death fails it.
       rmSync(marker);
-      const twice = new mp.DataLoader(target('killer', 20, 9, { signal: 'SIGKILL' }), { batchSize: 2, numWorkers: 2, maxWorkerRestarts: 1 });
+      const twice = new mp.DataLoader(target('killer', 20, 9, { signal: 'SIGKILL' }), {
+        batchSize: 2,
+        numWorkers: 2,
+        maxWorkerRestarts: 1,
+      });
       isCoded(mp.DataLoaderWorkerExitedError, 'ERR_TP_WORKER_EXITED')((await drain(twice)).error);
     } finally {
       process.off('warning', onWarning);
@@ -183,7 +207,7 @@ describe('DataLoader worker failures', () => {
     assert.match((error as Error).message, /DataLoader worker 0 \(pid \d+\): Cannot allocate a shared segment[\s\S]*prefetchFactor/);
   });
 
-  test('an iterable dataset\'s dead worker cannot be replaced (its stream cannot be replayed): the epoch fails', async () => {
+  test("an iterable dataset's dead worker cannot be replaced (its stream cannot be replayed): the epoch fails", async () => {
     const loader = new mp.DataLoader(target('stream', 40), { batchSize: 2, numWorkers: 2, maxWorkerRestarts: 3, timeout: 10_000 });
     const it = loader[Symbol.asyncIterator]();
     mp.releaseTensors((await it.next()).value);

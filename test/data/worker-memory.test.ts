@@ -27,7 +27,8 @@ describe('DataLoader memory with workers', () => {
       const before = mp.getSharingStrategy();
       mp.setSharingStrategy(strategy);
       try {
-        const numWorkers = 2, prefetchFactor = 2;
+        const numWorkers = 2,
+          prefetchFactor = 2;
         const loader = new mp.DataLoader(target('megabytes', 64), { batchSize: 2, numWorkers, prefetchFactor, persistentWorkers: true });
         const segments = new Set<string>();
         let batches = 0;
@@ -56,7 +57,13 @@ describe('DataLoader memory with workers', () => {
   }
 
   test('resident memory of the main process and of each worker is flat over 20 epochs', async () => {
-    const loader = new mp.DataLoader(target('megabytes', 24), { batchSize: 4, numWorkers: 2, persistentWorkers: true, shuffle: true, seed: 1 });
+    const loader = new mp.DataLoader(target('megabytes', 24), {
+      batchSize: 4,
+      numWorkers: 2,
+      persistentWorkers: true,
+      shuffle: true,
+      seed: 1,
+    });
     const series: number[][] = []; // per epoch: main, worker 0, worker 1
     for (let e = 1; e <= 20; e++) {
       for await (const b of loader) {
@@ -73,12 +80,15 @@ describe('DataLoader memory with workers', () => {
       const early = Math.max(...series.slice(0, 10).map((r) => r[k]!));
       const late = Math.min(...series.slice(10).map((r) => r[k]!));
       const grew = (late - early) / 2 ** 20;
-      assert.ok(grew < 8, `${k === 0 ? 'main process' : `worker ${k - 1}`}: ${grew.toFixed(1)} MiB more at its lowest in epochs 11-20 than at its highest in 1-10`);
+      assert.ok(
+        grew < 8,
+        `${k === 0 ? 'main process' : `worker ${k - 1}`}: ${grew.toFixed(1)} MiB more at its lowest in epochs 11-20 than at its highest in 1-10`,
+      );
     }
     await loader.close();
   });
 
-  test('process workers start with glibc keeping their freed heap and streaming large copies (NOTE [Worker malloc], NOTE [Streaming copies]); a user\'s own tunables are kept as they are', async () => {
+  test("process workers start with glibc keeping their freed heap and streaming large copies (NOTE [Worker malloc], NOTE [Streaming copies]); a user's own tunables are kept as they are", async () => {
     const seen = async (): Promise<string[]> => {
       const out: string[] = [];
       for await (const b of new mp.DataLoader(target('tunables', 4), { batchSize: null, numWorkers: 2 })) out.push(b as string);
@@ -90,7 +100,7 @@ describe('DataLoader memory with workers', () => {
     try {
       delete process.env.GLIBC_TUNABLES;
       assert.deepEqual(await seen(), new Array(4).fill(`${malloc}:${stream}`));
-      assert.equal(process.env.GLIBC_TUNABLES, undefined, 'this process\'s environment is left as it was');
+      assert.equal(process.env.GLIBC_TUNABLES, undefined, "this process's environment is left as it was");
       process.env.GLIBC_TUNABLES = 'glibc.rtld.optional_static_tls=4096';
       assert.deepEqual(await seen(), new Array(4).fill(`glibc.rtld.optional_static_tls=4096:${malloc}:${stream}`));
       process.env.GLIBC_TUNABLES = 'glibc.malloc.arena_max=1';

@@ -36,7 +36,10 @@ describe('DataLoader with workers', () => {
       const { x, y } = b as { x: mp.Tensor; y: mp.Tensor };
       assert.ok(x.isShared() && y.isShared());
       const ys = y.toArray() as number[];
-      assert.deepEqual(x.toArray(), ys.map((i) => [i, i, i]));
+      assert.deepEqual(
+        x.toArray(),
+        ys.map((i) => [i, i, i]),
+      );
       got.push(ys);
       mp.releaseTensors(b);
     }
@@ -49,7 +52,10 @@ describe('DataLoader with workers', () => {
     const ref = new mp.DataLoader(target('squares', 30), opts);
     const e1 = await collect(ref);
     const e2 = await collect(ref);
-    assert.deepEqual(e1.flat().sort((a, b) => (a as number) - (b as number)), Array.from({ length: 30 }, (_, i) => i));
+    assert.deepEqual(
+      e1.flat().sort((a, b) => (a as number) - (b as number)),
+      Array.from({ length: 30 }, (_, i) => i),
+    );
     for (const numWorkers of [1, 3]) {
       const loader = new mp.DataLoader(target('squares', 30), { ...opts, numWorkers });
       assert.deepEqual(await collect(loader), e1);
@@ -68,13 +74,17 @@ describe('DataLoader with workers', () => {
       const byWorker = new Map(rows.map((r) => [r[0]!, r.slice(1)]));
       return [...byWorker].sort((a, b) => a[0] - b[0]);
     };
-    const mk = (persistentWorkers: boolean) => new mp.DataLoader(target('seeds', 8), { batchSize: 2, numWorkers: 2, seed: 99, persistentWorkers });
+    const mk = (persistentWorkers: boolean) =>
+      new mp.DataLoader(target('seeds', 8), { batchSize: 2, numWorkers: 2, seed: 99, persistentWorkers });
     const a = mk(false);
     const a1 = await seedsOf(a);
-    assert.deepEqual(a1.map(([id]) => id), [0, 1]);
+    assert.deepEqual(
+      a1.map(([id]) => id),
+      [0, 1],
+    );
     const [[, [s0, d0]], [, [s1, d1]]] = a1 as [number, number[]][];
     assert.equal(s1, s0! + 1, 'seed = base seed + worker id');
-    assert.notEqual(d0, d1, 'each worker\'s generator has its own stream');
+    assert.notEqual(d0, d1, "each worker's generator has its own stream");
     const a2 = await seedsOf(a);
     assert.notEqual(a2[0]![1][0], s0, 'a new iterator draws a new base seed');
     const b = mk(false);
@@ -83,11 +93,15 @@ describe('DataLoader with workers', () => {
     const p = mk(true);
     const p1 = await seedsOf(p);
     assert.deepEqual(p1, a1);
-    assert.deepEqual((await seedsOf(p)).map(([id, [s]]) => [id, s]), p1.map(([id, [s]]) => [id, s]), 'persistent workers keep theirs');
+    assert.deepEqual(
+      (await seedsOf(p)).map(([id, [s]]) => [id, s]),
+      p1.map(([id, [s]]) => [id, s]),
+      'persistent workers keep theirs',
+    );
     await p.close();
   });
 
-  test('each worker\'s Math.random is seeded with its seed (NOTE [Seeding Math.random]): the same for the same loader seed, its own per worker, processes and threads', async () => {
+  test("each worker's Math.random is seeded with its seed (NOTE [Seeding Math.random]): the same for the same loader seed, its own per worker, processes and threads", async () => {
     for (const startMethod of ['spawn', 'thread'] as const) {
       const draws = async (seed: number) => {
         const loader = new mp.DataLoader(target('mathRandoms', 4), { batchSize: 2, numWorkers: 2, seed, startMethod });
@@ -100,20 +114,29 @@ describe('DataLoader with workers', () => {
         return [...byWorker].sort((x, y) => x[0] - y[0]);
       };
       const a = await draws(7);
-      assert.deepEqual(a.map(([id]) => id), [0, 1], startMethod);
-      for (const [id, [first, expected]] of a) assert.equal(first, expected, `${startMethod} worker ${id}: Math.random is the stream of a Generator of its seed`);
+      assert.deepEqual(
+        a.map(([id]) => id),
+        [0, 1],
+        startMethod,
+      );
+      for (const [id, [first, expected]] of a)
+        assert.equal(first, expected, `${startMethod} worker ${id}: Math.random is the stream of a Generator of its seed`);
       assert.notEqual(a[0]![1][0], a[1]![1][0], `${startMethod}: each worker has its own stream`);
       assert.deepEqual(await draws(7), a, `${startMethod}: the same loader seed, the same draws`);
       assert.notDeepEqual(await draws(8), a, `${startMethod}: another seed, other draws`);
     }
-    assert.match(Function.prototype.toString.call(Math.random), /\[native code\]/, 'the main thread\'s Math.random is V8\'s');
+    assert.match(Function.prototype.toString.call(Math.random), /\[native code\]/, "the main thread's Math.random is V8's");
   });
 
   test('an iterable dataset sharded by getWorkerInfo(): every item once, none twice', async () => {
     for (const numWorkers of [1, 2, 3]) {
       const loader = new mp.DataLoader(target('stream', 23), { batchSize: 4, numWorkers });
       const items = (await collect(loader)).flat() as number[];
-      assert.deepEqual([...items].sort((x, y) => x - y), Array.from({ length: 23 }, (_, i) => i), `numWorkers ${numWorkers}`);
+      assert.deepEqual(
+        [...items].sort((x, y) => x - y),
+        Array.from({ length: 23 }, (_, i) => i),
+        `numWorkers ${numWorkers}`,
+      );
     }
     const p = new mp.DataLoader(target('stream', 10), { batchSize: 3, numWorkers: 2, persistentWorkers: true });
     for (let e = 0; e < 3; e++) assert.equal((await collect(p)).flat().length, 10, `persistent epoch ${e}: the replicas start over`);
@@ -121,10 +144,17 @@ describe('DataLoader with workers', () => {
   });
 
   test('workerInit runs in each worker before loading; collate and batchSize null work in workers', async () => {
-    const init = new mp.DataLoader(target('initMarks', 6), { batchSize: 3, numWorkers: 2, workerInit: { module: fixtures, export: 'markInit' } });
+    const init = new mp.DataLoader(target('initMarks', 6), {
+      batchSize: 3,
+      numWorkers: 2,
+      workerInit: { module: fixtures, export: 'markInit' },
+    });
     const got: unknown[] = [];
     for await (const b of init) got.push(b);
-    assert.deepEqual(got, [['init0', 'init0', 'init0'], ['init1', 'init1', 'init1']]);
+    assert.deepEqual(got, [
+      ['init0', 'init0', 'init0'],
+      ['init1', 'init1', 'init1'],
+    ]);
     const sum = new mp.DataLoader(target('squares', 6), { batchSize: 3, numWorkers: 2, collate: { module: fixtures, export: 'sumY' } });
     const sums: unknown[] = [];
     for await (const b of sum) sums.push(b);
@@ -136,7 +166,13 @@ describe('DataLoader with workers', () => {
   });
 
   test('persistent workers: the same processes every epoch, parked in between, stopped by close()', async () => {
-    const loader = new mp.DataLoader(target('squares', 12), { batchSize: 2, numWorkers: 2, persistentWorkers: true, shuffle: true, seed: 3 });
+    const loader = new mp.DataLoader(target('squares', 12), {
+      batchSize: 2,
+      numWorkers: 2,
+      persistentWorkers: true,
+      shuffle: true,
+      seed: 3,
+    });
     // Persistent workers draw their base seed once, so their epochs match another persistent loader's.
     const ref = new mp.DataLoader(target('squares', 12), { batchSize: 2, numWorkers: 1, persistentWorkers: true, shuffle: true, seed: 3 });
     let pids: number[] | null = null;
@@ -150,10 +186,13 @@ describe('DataLoader with workers', () => {
     await loader.close();
     await ref.close();
     assert.deepEqual(loader.workerPids, []);
-    assert.ok(pids!.every((p) => !running(p)), 'close() waits for the workers to exit');
+    assert.ok(
+      pids!.every((p) => !running(p)),
+      'close() waits for the workers to exit',
+    );
   });
 
-  test('await using: the loader\'s persistent workers are stopped at the end of the block', async () => {
+  test("await using: the loader's persistent workers are stopped at the end of the block", async () => {
     let pids: number[];
     {
       await using loader = new mp.DataLoader(target('squares', 8), { batchSize: 2, numWorkers: 2, persistentWorkers: true });
@@ -162,7 +201,10 @@ describe('DataLoader with workers', () => {
       assert.equal(pids.length, 2);
       assert.ok(pids.every(running), 'parked, not stopped, after the epoch');
     }
-    assert.ok(pids.every((p) => !running(p)), 'stopped and awaited by the disposal');
+    assert.ok(
+      pids.every((p) => !running(p)),
+      'stopped and awaited by the disposal',
+    );
   });
 
   test('early break: non-persistent workers are stopped before the loop goes on; persistent ones drop what they had loaded', async () => {
@@ -176,9 +218,17 @@ describe('DataLoader with workers', () => {
     assert.equal(pids.length, 2);
     assert.ok(pids.every((p) => !running(p)));
     const p = new mp.DataLoader(target('squares', 40), { batchSize: 2, numWorkers: 2, persistentWorkers: true });
-    assert.deepEqual(await collect(p, 3), [[0, 1], [2, 3], [4, 5]]);
+    assert.deepEqual(await collect(p, 3), [
+      [0, 1],
+      [2, 3],
+      [4, 5],
+    ]);
     const whole = await collect(p);
-    assert.deepEqual(whole, Array.from({ length: 20 }, (_, k) => [2 * k, 2 * k + 1]), 'the next epoch sees none of the last one\'s batches');
+    assert.deepEqual(
+      whole,
+      Array.from({ length: 20 }, (_, k) => [2 * k, 2 * k + 1]),
+      "the next epoch sees none of the last one's batches",
+    );
     await p.close();
   });
 
@@ -199,7 +249,10 @@ describe('DataLoader with workers', () => {
   });
 
   test('at most prefetchFactor x numWorkers batches are loaded ahead of what the consumer asked for', async () => {
-    for (const [numWorkers, prefetchFactor] of [[2, 2], [3, 1]] as const) {
+    for (const [numWorkers, prefetchFactor] of [
+      [2, 2],
+      [3, 1],
+    ] as const) {
       const asked = mp.zeros([1], { dtype: 'int32', shared: true });
       const limit = numWorkers * prefetchFactor;
       const loader = new mp.DataLoader(target('bounded', 30, asked, limit), { batchSize: 1, numWorkers, prefetchFactor });
@@ -225,7 +278,9 @@ describe('DataLoader with workers', () => {
       resumed.loadStateDict(state);
       const after = await collect(resumed);
       const all = [...before, ...after].map((b) => JSON.stringify(b)).sort();
-      const ref = (await collect(new mp.DataLoader(target('squares', 24), { ...opts, numWorkers: 0, inOrder: true }))).map((b) => JSON.stringify(b)).sort();
+      const ref = (await collect(new mp.DataLoader(target('squares', 24), { ...opts, numWorkers: 0, inOrder: true })))
+        .map((b) => JSON.stringify(b))
+        .sort();
       assert.deepEqual(all, ref, `inOrder ${inOrder}`);
     }
   });
@@ -244,8 +299,16 @@ describe('DataLoader with workers', () => {
     await assert.rejects(loader[Symbol.asyncIterator]().next(), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
     await loader.close();
     await assert.rejects(it.next(), isCoded(mp.DataLoaderClosedError, 'ERR_TP_DATALOADER_CLOSED'));
-    assert.deepEqual(await collect(loader), Array.from({ length: 10 }, (_, k) => [2 * k, 2 * k + 1]), 'a closed loader starts new workers');
+    assert.deepEqual(
+      await collect(loader),
+      Array.from({ length: 10 }, (_, k) => [2 * k, 2 * k + 1]),
+      'a closed loader starts new workers',
+    );
     await loader.close();
-    throwsCoded(() => new mp.DataLoader(target('squares', 2), { numWorkers: 1, prefetchFactor: 0 }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    throwsCoded(
+      () => new mp.DataLoader(target('squares', 2), { numWorkers: 1, prefetchFactor: 0 }),
+      mp.InvalidArgumentError,
+      'ERR_TP_INVALID_ARGUMENT',
+    );
   });
 });

@@ -80,7 +80,17 @@ export function hostileNames(): HostileNames {
   plant(`/dev/shm${headerless}`);
   add(headerless, 'a file of ours of a segment’s size without a header');
   add(name(), 'a name that does not exist');
-  for (const n of ['/passwd', '/../etc/passwd', `/tensorproc_../../../dev/shm${realName}`, realName.slice(1), `/dev/shm${realName}`, `${realName}\0/../x`, `/${'x'.repeat(254)}`, `/tensorproc_${'.'.repeat(2)}`]) add(n, `the name ${JSON.stringify(n).slice(0, 60)}`);
+  for (const n of [
+    '/passwd',
+    '/../etc/passwd',
+    `/tensorproc_../../../dev/shm${realName}`,
+    realName.slice(1),
+    `/dev/shm${realName}`,
+    `${realName}\0/../x`,
+    `/${'x'.repeat(254)}`,
+    `/tensorproc_${'.'.repeat(2)}`,
+  ])
+    add(n, `the name ${JSON.stringify(n).slice(0, 60)}`);
   const sizes = [-1, 1.5, NaN, Infinity, 2 ** 53, 1e300, 2 ** 40, segmentBytes.length];
   return {
     frame(r) {

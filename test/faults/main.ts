@@ -79,7 +79,11 @@ async function runTrial(kind: Kind, seed: number): Promise<Outcome> {
   const note = (): void => {
     for (const pid of descendants(parent)) {
       seen.add(pid);
-      if (!roles.has(pid)) roles.set(pid, isManager(pid) ? 'manager' : cmdline(pid).includes('bundle') || cmdline(pid).includes('child-process') ? 'child' : 'process');
+      if (!roles.has(pid))
+        roles.set(
+          pid,
+          isManager(pid) ? 'manager' : cmdline(pid).includes('bundle') || cmdline(pid).includes('child-process') ? 'child' : 'process',
+        );
     }
   };
   let stderr = '';
@@ -88,7 +92,9 @@ async function runTrial(kind: Kind, seed: number): Promise<Outcome> {
   let result = null as { failures: Outcome['failures']; stats: Record<string, unknown> } | null;
   let killedAt: number | null = null;
   let hung = false;
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.on('exit', (code, signal) => r({ code, signal })),
+  );
   const deadline = setTimeout(() => {
     hung = true;
     note();
@@ -122,8 +128,13 @@ async function runTrial(kind: Kind, seed: number): Promise<Outcome> {
   out.ms = performance.now() - t0;
   if (!hung) {
     if (kind === 'kill-parent') {
-      if (signal !== 'SIGKILL') fail('crash', `the parent ended with ${signal ?? `code ${code}`} before it was killed (phase "${lastPhase}"): ${stderr.slice(-1500)}`);
-    } else if (result === null) fail('crash', `the parent ended with ${signal ?? `code ${code}`} and no result (phase "${lastPhase}"): ${stderr.slice(-1500)}`);
+      if (signal !== 'SIGKILL')
+        fail(
+          'crash',
+          `the parent ended with ${signal ?? `code ${code}`} before it was killed (phase "${lastPhase}"): ${stderr.slice(-1500)}`,
+        );
+    } else if (result === null)
+      fail('crash', `the parent ended with ${signal ?? `code ${code}`} and no result (phase "${lastPhase}"): ${stderr.slice(-1500)}`);
     else {
       out.failures.push(...result.failures);
       out.stats = result.stats;
@@ -141,16 +152,30 @@ async function runTrial(kind: Kind, seed: number): Promise<Outcome> {
   // process outside the lock is not this trial's leak.
   const ours = new Set([parent, ...seen].map(String));
   const left = (): string[] => shmNames().filter((n) => !before.has(n) && ours.has(n.split('_')[1]!));
-  const whose = (names: string[]): string => [...new Set(names.map((n) => Number(n.split('_')[1])))].map((pid) => `${roles.get(pid) ?? 'process'} ${pid} ${running(pid) ? 'running' : 'gone'}`).join(', ');
+  const whose = (names: string[]): string =>
+    [...new Set(names.map((n) => Number(n.split('_')[1])))]
+      .map((pid) => `${roles.get(pid) ?? 'process'} ${pid} ${running(pid) ? 'running' : 'gone'}`)
+      .join(', ');
   if (killedAt !== null && p.strategy === 'file_system') {
     const ms = await until(() => left().length === 0, 5000);
     const since = performance.now() - killedAt;
     out.stats.cleanupMs = Math.round(ms === null ? since : since);
     const trialPids = [parent, ...seen];
-    if (ms === null) fail('shm-left', `${left().length} names of ${whose(left())} 5 s after the parent's kill: ${left().slice(0, 4).join(' ')}; the manager: ${managerSays(trialPids)}`);
-    else if (since > CLEANUP_PROMISE_MS) fail('slow-cleanup', `the last names went ${Math.round(since)} ms after the parent's kill (promise: ${CLEANUP_PROMISE_MS} ms); the manager: ${managerSays(trialPids)}`);
+    if (ms === null)
+      fail(
+        'shm-left',
+        `${left().length} names of ${whose(left())} 5 s after the parent's kill: ${left().slice(0, 4).join(' ')}; the manager: ${managerSays(trialPids)}`,
+      );
+    else if (since > CLEANUP_PROMISE_MS)
+      fail(
+        'slow-cleanup',
+        `the last names went ${Math.round(since)} ms after the parent's kill (promise: ${CLEANUP_PROMISE_MS} ms); the manager: ${managerSays(trialPids)}`,
+      );
   } else if ((await until(() => left().length === 0, CLEANUP_PROMISE_MS + 500)) === null) {
-    fail('shm-left', `${left().length} names of ${whose(left())} ${CLEANUP_PROMISE_MS + 500} ms after the trial: ${left().slice(0, 4).join(' ')}; the manager: ${managerSays([parent, ...seen])}`);
+    fail(
+      'shm-left',
+      `${left().length} names of ${whose(left())} ${CLEANUP_PROMISE_MS + 500} ms after the trial: ${left().slice(0, 4).join(' ')}; the manager: ${managerSays([parent, ...seen])}`,
+    );
     for (const n of left()) rmSync(`/dev/shm/${n}`, { force: true }); // so that the next trial starts clean
   }
   if (privateDir !== null) rmSync(privateDir, { recursive: true, force: true });
@@ -162,27 +187,61 @@ function summary(outcomes: Outcome[]): string {
   const failureKinds = [...new Set(outcomes.flatMap((o) => o.failures.map((f) => f.kind)))].sort();
   const rows = kinds.map((k) => {
     const os = outcomes.filter((o) => o.kind === k);
-    return [k, os.length, os.filter((o) => o.failures.length === 0).length, ...failureKinds.map((f) => os.filter((o) => o.failures.some((x) => x.kind === f)).length), `${(median(os.map((o) => o.ms)) / 1000).toFixed(1)} s`];
+    return [
+      k,
+      os.length,
+      os.filter((o) => o.failures.length === 0).length,
+      ...failureKinds.map((f) => os.filter((o) => o.failures.some((x) => x.kind === f)).length),
+      `${(median(os.map((o) => o.ms)) / 1000).toFixed(1)} s`,
+    ];
   });
-  const total = ['all', outcomes.length, outcomes.filter((o) => o.failures.length === 0).length, ...failureKinds.map((f) => outcomes.filter((o) => o.failures.some((x) => x.kind === f)).length), `${(outcomes.reduce((s, o) => s + o.ms, 0) / 1000).toFixed(0)} s in all`];
+  const total = [
+    'all',
+    outcomes.length,
+    outcomes.filter((o) => o.failures.length === 0).length,
+    ...failureKinds.map((f) => outcomes.filter((o) => o.failures.some((x) => x.kind === f)).length),
+    `${(outcomes.reduce((s, o) => s + o.ms, 0) / 1000).toFixed(0)} s in all`,
+  ];
   const lines = [markdownTable(['kind', 'trials', 'passed', ...failureKinds, 'median time'], [...rows, total])];
   // What the strategies, sizes and channels were, over every trial.
-  const by = (f: (o: Outcome) => string): string => [...outcomes.reduce((m, o) => m.set(f(o), (m.get(f(o)) ?? 0) + 1), new Map<string, number>())].map(([k, n]) => `${k} ${n}`).join(', ');
-  lines.push('', `strategies: ${by((o) => o.what.split(' ')[0]!)}; sizes: ${by((o) => o.what.split(' ')[1]!)}; channels: ${by((o) => o.what.split(' ')[2]!.replace(/\(.*/, ''))}`);
+  const by = (f: (o: Outcome) => string): string =>
+    [...outcomes.reduce((m, o) => m.set(f(o), (m.get(f(o)) ?? 0) + 1), new Map<string, number>())].map(([k, n]) => `${k} ${n}`).join(', ');
+  lines.push(
+    '',
+    `strategies: ${by((o) => o.what.split(' ')[0]!)}; sizes: ${by((o) => o.what.split(' ')[1]!)}; channels: ${by((o) => o.what.split(' ')[2]!.replace(/\(.*/, ''))}`,
+  );
   const cleanups = outcomes.filter((o) => typeof o.stats.cleanupMs === 'number').map((o) => o.stats.cleanupMs as number);
-  if (cleanups.length) lines.push(`kill-parent under file_system: names gone after the kill in median ${median(cleanups)} ms, at most ${Math.max(...cleanups)} ms (promise ${CLEANUP_PROMISE_MS} ms)`);
+  if (cleanups.length)
+    lines.push(
+      `kill-parent under file_system: names gone after the kill in median ${median(cleanups)} ms, at most ${Math.max(...cleanups)} ms (promise ${CLEANUP_PROMISE_MS} ms)`,
+    );
   const backs = outcomes.filter((o) => typeof o.stats.backMs === 'number').map((o) => o.stats.backMs as number);
-  if (backs.length) lines.push(`holders-40: back within 1% in median ${median(backs)} ms after the 40th kill, at most ${Math.max(...backs)} ms`);
+  if (backs.length)
+    lines.push(`holders-40: back within 1% in median ${median(backs)} ms after the 40th kill, at most ${Math.max(...backs)} ms`);
   const failed = outcomes.filter((o) => o.failures.length);
   if (failed.length) {
     lines.push('', 'Failing trials (replay: npm run faults -- --replay KIND:SEED):');
-    for (const o of failed) for (const f of o.failures) lines.push(`- ${o.kind}:${o.seed} (${o.what}): ${f.kind}: ${f.detail.replace(/\s+/g, ' ').slice(0, 1500)}`);
+    for (const o of failed)
+      for (const f of o.failures)
+        lines.push(`- ${o.kind}:${o.seed} (${o.what}): ${f.kind}: ${f.detail.replace(/\s+/g, ' ').slice(0, 1500)}`);
   }
   return lines.join('\n');
 }
 
 /** The kinds of a campaign and how often each comes: the kills most, the long ones least. */
-const WEIGHTS: Record<Kind, number> = { 'kill-producer': 4, 'kill-consumer': 4, 'kill-parent': 4, 'exactly-once': 1, 'holders-40': 0.5, 'low-fd': 1, 'shm-full': 1, garbage: 2, 'bad-input': 1, 'other-uid': 1, 'low-fd-consumer': 1 };
+const WEIGHTS: Record<Kind, number> = {
+  'kill-producer': 4,
+  'kill-consumer': 4,
+  'kill-parent': 4,
+  'exactly-once': 1,
+  'holders-40': 0.5,
+  'low-fd': 1,
+  'shm-full': 1,
+  garbage: 2,
+  'bad-input': 1,
+  'other-uid': 1,
+  'low-fd-consumer': 1,
+};
 
 async function main(): Promise<void> {
   const cli = new Command('faults')
@@ -230,8 +289,10 @@ async function main(): Promise<void> {
     }
     const r = await runTrial(kind, seed);
     outcomes.push(r);
-    console.error(`[${i + 1}/${plan.length}] ${kind}:${seed} ${r.what}: ${r.failures.length ? `FAILED (${r.failures.map((f) => f.kind).join(', ')})` : 'ok'} ${(r.ms / 1000).toFixed(1)} s`);
-    if (o.log) appendFileSync(o.log, JSON.stringify(r) + '\n');
+    console.error(
+      `[${i + 1}/${plan.length}] ${kind}:${seed} ${r.what}: ${r.failures.length ? `FAILED (${r.failures.map((f) => f.kind).join(', ')})` : 'ok'} ${(r.ms / 1000).toFixed(1)} s`,
+    );
+    if (o.log) appendFileSync(o.log, `${JSON.stringify(r)}\n`);
   }
   console.log(summary(outcomes));
   process.exitCode = outcomes.some((x) => x.failures.length) ? 1 : 0;

@@ -27,7 +27,10 @@ function refuse(_what: string, e: unknown): void {
 }
 
 for (const name of a.names) {
-  for (const [mode, flag] of [['read', constants.O_RDONLY], ['write', constants.O_RDWR]] as const) {
+  for (const [mode, flag] of [
+    ['read', constants.O_RDONLY],
+    ['write', constants.O_RDWR],
+  ] as const) {
     try {
       closeSync(openSync(`/dev/shm/${name}`, flag));
       managed.push(`opened our segment ${name} to ${mode}`);
@@ -96,4 +99,4 @@ async function tryManager(path: string): Promise<void> {
 }
 if (a.socket !== null) await tryManager(a.socket);
 
-process.stdout.write(JSON.stringify({ uid: process.getuid!(), managed, refused, planted }) + '\n');
+process.stdout.write(`${JSON.stringify({ uid: process.getuid!(), managed, refused, planted })}\n`);

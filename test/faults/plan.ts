@@ -42,7 +42,19 @@ import { Prng } from './prng.js';
 // with the parent's last phase and what was still running), its own checks passed, no
 // process of it is left, and nothing it made is left in /dev/shm after the graces.
 
-export const KINDS = ['kill-producer', 'kill-consumer', 'kill-parent', 'exactly-once', 'holders-40', 'low-fd', 'shm-full', 'garbage', 'bad-input', 'other-uid', 'low-fd-consumer'] as const;
+export const KINDS = [
+  'kill-producer',
+  'kill-consumer',
+  'kill-parent',
+  'exactly-once',
+  'holders-40',
+  'low-fd',
+  'shm-full',
+  'garbage',
+  'bad-input',
+  'other-uid',
+  'low-fd-consumer',
+] as const;
 export type Kind = (typeof KINDS)[number];
 
 export type Strategy = 'file_descriptor' | 'file_system';
@@ -81,11 +93,29 @@ export function planTrial(kind: Kind, seed: number): Params {
   const fromFlow = r.next() < 0.8;
   const delayMs = r.int(0, big ? 400 : 150);
   const hold = r.pick([0, 1, 4]);
-  const base: Params = { kind, seed, strategy, bytes, channel: channel, maxsize: channel === 'Queue' ? maxsize : 0, fromFlow, delayMs, count: big ? 40 : 2000, hold, deadlineS: 40 };
+  const base: Params = {
+    kind,
+    seed,
+    strategy,
+    bytes,
+    channel: channel,
+    maxsize: channel === 'Queue' ? maxsize : 0,
+    fromFlow,
+    delayMs,
+    count: big ? 40 : 2000,
+    hold,
+    deadlineS: 40,
+  };
   switch (kind) {
     case 'exactly-once':
       // Pipe is one to one: 8 x 8 is for queues.
-      return { ...base, channel: channel === 'Pipe' ? 'Queue' : channel, maxsize: channel === 'SimpleQueue' ? 0 : maxsize, count: big ? 6 : 250, deadlineS: 90 };
+      return {
+        ...base,
+        channel: channel === 'Pipe' ? 'Queue' : channel,
+        maxsize: channel === 'SimpleQueue' ? 0 : maxsize,
+        count: big ? 6 : 250,
+        deadlineS: 90,
+      };
     case 'holders-40':
       return { ...base, channel: channel === 'Pipe' ? 'Queue' : channel, maxsize: 0, hold: r.int(1, 8), deadlineS: 150 };
     case 'low-fd':

@@ -30,7 +30,8 @@ export function checkMessage(m: unknown, elements: number): string | null {
   if (typeof m !== 'object' || m === null) return `not a message: ${String(m)}`;
   const { from, seq, t } = m as Message;
   if (!(t instanceof mp.Tensor)) return `message ${from}/${seq} without a tensor`;
-  if (t.dtype !== 'int32' || t.numel() !== elements) return `message ${from}/${seq}: ${t.dtype} of ${t.numel()} elements, not int32 of ${elements}`;
+  if (t.dtype !== 'int32' || t.numel() !== elements)
+    return `message ${from}/${seq}: ${t.dtype} of ${t.numel()} elements, not int32 of ${elements}`;
   const want = stamp(from, seq);
   const d = t.data as Int32Array;
   // Every element of a small tensor; one in each 4 KiB page (and the last) of a large one.
@@ -63,7 +64,17 @@ export interface ConsumerReport {
  * in `seen[row][from * perProducer + seq]` when `seen` is given (that row is written by this
  * process alone), sets `flowing` at the first, keeps the last `hold` tensors, and reports.
  */
-export async function consume(i: number, ch: Channel, out: mp.SimpleQueue<ConsumerReport>, flowing: mp.Event, elements: number, seen: mp.Tensor | null, perProducer: number, row: number | null, hold: number): Promise<void> {
+export async function consume(
+  i: number,
+  ch: Channel,
+  out: mp.SimpleQueue<ConsumerReport>,
+  flowing: mp.Event,
+  elements: number,
+  seen: mp.Tensor | null,
+  perProducer: number,
+  row: number | null,
+  hold: number,
+): Promise<void> {
   const r = row ?? i;
   const marks = seen === null ? null : (seen.select(0, r).data as Int32Array);
   const problems: string[] = [];
@@ -120,7 +131,14 @@ export async function holdUntilKilled(_i: number, ch: Channel, ready: mp.Event, 
  * (ERR_TP_SHM_FULL) it says so on `out`, waits for `go`, and tries again. Any other error
  * fails the child.
  */
-export async function produceThroughFull(_i: number, ch: Channel, out: mp.SimpleQueue<unknown>, go: mp.Event, elements: number, count: number): Promise<void> {
+export async function produceThroughFull(
+  _i: number,
+  ch: Channel,
+  out: mp.SimpleQueue<unknown>,
+  go: mp.Event,
+  elements: number,
+  count: number,
+): Promise<void> {
   for (let seq = 0; seq < count; seq++) {
     let t: mp.Tensor;
     for (;;) {
@@ -232,7 +250,15 @@ function fillDescriptorTable(): number[] {
  * message still there: it lets go of half of what it holds and of two of its files, and
  * gets again, expecting the very message it was refused.
  */
-export async function consumeUnderLimit(_i: number, ch: Channel, out: mp.SimpleQueue<unknown>, started: mp.Event, elements: number, count: number, fillAt: number): Promise<void> {
+export async function consumeUnderLimit(
+  _i: number,
+  ch: Channel,
+  out: mp.SimpleQueue<unknown>,
+  started: mp.Event,
+  elements: number,
+  count: number,
+  fillAt: number,
+): Promise<void> {
   if (!(await started.wait(20_000))) throw new Error('never told to start');
   const held: mp.Tensor[] = [];
   const problems: string[] = [];

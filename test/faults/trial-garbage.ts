@@ -41,7 +41,13 @@ export interface Foreign {
 }
 
 /** Changes `bytes` and `fds` as a hostile peer might; says how. */
-function mutate(r: Prng, bytes: Uint8Array, fds: number[], devNull: number, foreign: readonly Foreign[]): { bytes: Uint8Array; fds: number[]; how: string } {
+function mutate(
+  r: Prng,
+  bytes: Uint8Array,
+  fds: number[],
+  devNull: number,
+  foreign: readonly Foreign[],
+): { bytes: Uint8Array; fds: number[]; how: string } {
   const b = Uint8Array.from(bytes);
   switch (r.int(0, 10)) {
     case 0: {
@@ -70,7 +76,11 @@ function mutate(r: Prng, bytes: Uint8Array, fds: number[], devNull: number, fore
     case 5:
       return { bytes: b, fds: [...fds, devNull], how: 'a /dev/null descriptor added' };
     case 6:
-      return { bytes: Uint8Array.from({ length: r.int(1, 200) }, () => r.int(0, 255)), fds: r.next() < 0.3 ? [devNull] : [], how: 'random bytes' };
+      return {
+        bytes: Uint8Array.from({ length: r.int(1, 200) }, () => r.int(0, 255)),
+        fds: r.next() < 0.3 ? [devNull] : [],
+        how: 'random bytes',
+      };
     case 7: {
       // The frame as it is, with a descriptor of another kind in the place of its first.
       const f = r.pick(foreign);
@@ -79,7 +89,11 @@ function mutate(r: Prng, bytes: Uint8Array, fds: number[], devNull: number, fore
     case 8: {
       // Larger than any frame: the receive buffer cannot hold it (MSG_TRUNC).
       const n = MAX_FRAME + r.int(1, 4096);
-      return { bytes: Uint8Array.from({ length: n }, (_, i) => b[i % Math.max(1, b.length)] ?? 0), fds: r.next() < 0.5 ? [devNull] : [], how: `${n} bytes, past the largest frame` };
+      return {
+        bytes: Uint8Array.from({ length: n }, (_, i) => b[i % Math.max(1, b.length)] ?? 0),
+        fds: r.next() < 0.5 ? [devNull] : [],
+        how: `${n} bytes, past the largest frame`,
+      };
     }
     case 9:
       return { bytes: new Uint8Array(0), fds: [devNull], how: 'an empty datagram with a descriptor' };
@@ -149,8 +163,10 @@ export async function garbage(t: Trial): Promise<void> {
     t.phase('the real message');
     await put(ch.producerEnd, { final: true });
     const end = (await acks.get()) as { fdsBefore: number; fdsAfter: number; room: number | null };
-    if (end.fdsAfter > end.fdsBefore) t.fail('fd-leak', `the consumer had ${end.fdsBefore} descriptors open before the garbage and ${end.fdsAfter} after`);
-    if (end.room !== null && end.room !== p.maxsize) t.fail('slots', `the emptied Queue(${p.maxsize}) took ${end.room} messages after the garbage, not ${p.maxsize}`);
+    if (end.fdsAfter > end.fdsBefore)
+      t.fail('fd-leak', `the consumer had ${end.fdsBefore} descriptors open before the garbage and ${end.fdsAfter} after`);
+    if (end.room !== null && end.room !== p.maxsize)
+      t.fail('slots', `the emptied Queue(${p.maxsize}) took ${end.room} messages after the garbage, not ${p.maxsize}`);
     await joinClean(t, ctx, 'consumer');
     const touched = names?.check() ?? null;
     if (touched !== null) t.fail('foreign-touched', touched);

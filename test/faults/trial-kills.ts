@@ -41,7 +41,10 @@ export async function killConsumer(t: Trial): Promise<void> {
   t.phase('killing the first consumer');
   process.kill(first.pids()[0]!, 'SIGKILL');
   await joinKilled(t, first, 'first consumer');
-  const second = mp.spawn(target('consume'), { args: [ch.consumerEnd, out, flowing, elementsOf(p), seen, p.count, 1, p.hold], join: false });
+  const second = mp.spawn(target('consume'), {
+    args: [ch.consumerEnd, out, flowing, elementsOf(p), seen, p.count, 1, p.hold],
+    join: false,
+  });
   t.phase('second consumer', { consumer2: second.pids() });
   await joinClean(t, prod, 'producer');
   t.phase('end of stream');
@@ -73,7 +76,10 @@ export async function killParent(t: Trial): Promise<void> {
   const out = new mp.SimpleQueue<ConsumerReport>();
   const flowing = new mp.Event();
   const prod = mp.spawn(target('produce'), { args: [ch.producerEnd, elementsOf(p), null, 0], join: false });
-  const cons = mp.spawn(target('consume'), { args: [ch.consumerEnd, out, flowing, elementsOf(p), null, 0, null, Math.max(1, p.hold)], join: false });
+  const cons = mp.spawn(target('consume'), {
+    args: [ch.consumerEnd, out, flowing, elementsOf(p), null, 0, null, Math.max(1, p.hold)],
+    join: false,
+  });
   t.phase('started', { producer: prod.pids(), consumer: cons.pids() });
   if (p.fromFlow) await flowing.wait(20_000);
   // The runner kills this process `delayMs` after this line.
@@ -89,7 +95,11 @@ export async function exactlyOnce(t: Trial): Promise<void> {
   const out = new mp.SimpleQueue<ConsumerReport>();
   const flowing = new mp.Event();
   const seen = mp.zeros([n, n * p.count], { dtype: 'int32', shared: true });
-  const cons = mp.spawn(target('consume'), { args: [ch.consumerEnd, out, flowing, elementsOf(p), seen, p.count, null, p.hold], nprocs: n, join: false });
+  const cons = mp.spawn(target('consume'), {
+    args: [ch.consumerEnd, out, flowing, elementsOf(p), seen, p.count, null, p.hold],
+    nprocs: n,
+    join: false,
+  });
   const prod = mp.spawn(target('produce'), { args: [ch.producerEnd, elementsOf(p), p.count, null], nprocs: n, join: false });
   t.phase('started', { producers: prod.pids(), consumers: cons.pids() });
   await joinClean(t, prod, 'producers');
@@ -115,4 +125,3 @@ export async function exactlyOnce(t: Trial): Promise<void> {
   out.close();
   flowing.close();
 }
-

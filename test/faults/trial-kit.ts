@@ -17,7 +17,7 @@ export class Trial {
   readonly stats: Record<string, unknown> = {};
   constructor(readonly p: Params) {}
   phase(phase: string, pids?: Record<string, number[]>): void {
-    process.stdout.write(JSON.stringify({ phase, ...(pids ? { pids } : {}) }) + '\n');
+    process.stdout.write(`${JSON.stringify({ phase, ...(pids ? { pids } : {}) })}\n`);
   }
   fail(kind: string, detail: string): void {
     this.failures.push({ kind, detail });
@@ -60,6 +60,9 @@ export async function joinClean(t: Trial, ctx: mp.ProcessContext, who: string): 
 }
 
 export function checkReport(t: Trial, r: ConsumerReport): void {
-  for (const pr of r.problems) t.fail(pr.startsWith('get:') ? 'get-error' : pr.includes(' after ') ? 'duplicate-or-order' : 'corrupt', `consumer ${r.consumer}: ${pr}`);
+  for (const pr of r.problems)
+    t.fail(
+      pr.startsWith('get:') ? 'get-error' : pr.includes(' after ') ? 'duplicate-or-order' : 'corrupt',
+      `consumer ${r.consumer}: ${pr}`,
+    );
 }
-

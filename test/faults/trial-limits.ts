@@ -11,7 +11,12 @@ import { elementsOf, joinClean, joinKilled, makeChannel, target, type Trial } fr
 
 function usage(): { fds: number; mapped: number; resident: number; names: number } {
   const m = segmentMemory();
-  return { fds: readdirSync('/proc/self/fd').length, mapped: m.mapped, resident: m.resident, names: readdirSync('/dev/shm').filter((n) => n.startsWith('tensorproc_')).length };
+  return {
+    fds: readdirSync('/proc/self/fd').length,
+    mapped: m.mapped,
+    resident: m.resident,
+    names: readdirSync('/dev/shm').filter((n) => n.startsWith('tensorproc_')).length,
+  };
 }
 
 /** 40 consumers SIGKILLed holding (or taking) tensors: this producer's descriptors and memory come back within 1%. */
@@ -47,7 +52,7 @@ export async function holders40(t: Trial): Promise<void> {
   const q = ch.consumerEnd as mp.Queue | mp.SimpleQueue;
   let drained = 0;
   while (!q.empty()) {
-    (await q.get() as mp.Tensor).release();
+    ((await q.get()) as mp.Tensor).release();
     drained++;
   }
   t.stats.drained = drained;
@@ -58,7 +63,9 @@ export async function holders40(t: Trial): Promise<void> {
   try {
     const ms = await waitFor(() => {
       now = usage();
-      return within(now.fds, start.fds) && within(now.mapped, start.mapped) && within(now.resident, start.resident) && now.names <= start.names;
+      return (
+        within(now.fds, start.fds) && within(now.mapped, start.mapped) && within(now.resident, start.resident) && now.names <= start.names
+      );
     }, 15_000);
     t.stats.backMs = Math.round(ms);
   } catch {
@@ -118,12 +125,17 @@ export async function lowFdConsumer(t: Trial): Promise<void> {
   })();
   const r = await out.get();
   await producing;
-  for (const pr of r.problems) t.fail(pr.startsWith('get:') ? 'get-error' : pr.includes(' where ') ? 'duplicate-or-order' : 'corrupt', `consumer under 128 descriptors: ${pr}`);
+  for (const pr of r.problems)
+    t.fail(
+      pr.startsWith('get:') ? 'get-error' : pr.includes(' where ') ? 'duplicate-or-order' : 'corrupt',
+      `consumer under 128 descriptors: ${pr}`,
+    );
   t.stats.tooManyFiles = r.errors;
   t.stats.mostHeld = r.mostHeld;
   t.stats.fillAt = fillAt;
   // With its table full, the next get must have found no descriptor: else the limit was never reached.
-  if (r.errors === 0 && r.problems.length === 0) t.fail('never-out', `the consumer filled its descriptor table after ${fillAt} messages and no get ran out`);
+  if (r.errors === 0 && r.problems.length === 0)
+    t.fail('never-out', `the consumer filled its descriptor table after ${fillAt} messages and no get ran out`);
   await joinClean(t, cons, 'consumer under 128 descriptors');
   ch.close();
   out.close();
@@ -150,7 +162,10 @@ export async function shmFull(t: Trial): Promise<void> {
   const pending = { out: out.get(), msg: next < p.count ? get(ch.consumerEnd) : null };
   // A producer that fails (an error other than ERR_TP_SHM_FULL, a crash) says nothing more on
   // `out`: its end is waited for too, so that it is reported, not taken for a hang.
-  let ended: Promise<{ died?: unknown }> | null = prod.join().then(() => ({}), (e: unknown) => ({ died: e }));
+  let ended: Promise<{ died?: unknown }> | null = prod.join().then(
+    () => ({}),
+    (e: unknown) => ({ died: e }),
+  );
   const joined = ended;
   for (;;) {
     const waitOn: Promise<unknown>[] = [pending.out.then((v) => ({ out: v }))];
@@ -171,7 +186,8 @@ export async function shmFull(t: Trial): Promise<void> {
     if (ev.msg !== undefined) {
       const bad = checkMessage(ev.msg, elementsOf(p));
       if (bad !== null) t.fail('corrupt', bad);
-      else if ((ev.msg as { seq: number }).seq !== next) t.fail('duplicate-or-order', `message ${(ev.msg as { seq: number }).seq} where ${next} was due`);
+      else if ((ev.msg as { seq: number }).seq !== next)
+        t.fail('duplicate-or-order', `message ${(ev.msg as { seq: number }).seq} where ${next} was due`);
       held.push((ev.msg as { t: mp.Tensor }).t);
       next++;
       pending.msg = next < p.count ? get(ch.consumerEnd) : null;

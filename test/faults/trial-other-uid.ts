@@ -24,7 +24,11 @@ interface PeerReport {
 
 function runPeer(attack: object): Promise<PeerReport> {
   return new Promise((resolve, reject) => {
-    const c = spawn('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, PEER, JSON.stringify(attack)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(
+      'setpriv',
+      [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, PEER, JSON.stringify(attack)],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     let err = '';
     c.stdout.on('data', (b: Buffer) => void (out += b));
@@ -62,7 +66,9 @@ export async function otherUid(t: Trial): Promise<void> {
       await put(ch.producerEnd, x);
     }
     const { own } = await out.get();
-    const names = readdirSync('/dev/shm').filter((name) => name.startsWith(`tensorproc_${process.pid}_`) || name.startsWith(`tensorproc_${childPid}_`));
+    const names = readdirSync('/dev/shm').filter(
+      (name) => name.startsWith(`tensorproc_${process.pid}_`) || name.startsWith(`tensorproc_${childPid}_`),
+    );
     if (fs && names.length === 0) t.fail('error', 'no segment of ours in /dev/shm to attack');
     t.phase(`the peer attacks ${names.length} names, 2 processes${fs ? ', the manager' : ''}`);
     const socket = fs ? socketPath(managerDir()) : null;
@@ -84,7 +90,8 @@ export async function otherUid(t: Trial): Promise<void> {
       }
       for (const name of planted) {
         const st = lstatSync(`/dev/shm/${name}`, { throwIfNoEntry: false });
-        if (st === undefined || st.uid !== NOBODY) t.fail('removed-foreign', `our manager removed /dev/shm/${name} of uid ${NOBODY} when pid ${childPid} died`);
+        if (st === undefined || st.uid !== NOBODY)
+          t.fail('removed-foreign', `our manager removed /dev/shm/${name} of uid ${NOBODY} when pid ${childPid} died`);
       }
     }
   } finally {

@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     t.fail('error', (e as Error).stack ?? String(e));
   }
   t.stats.fds = readdirSync('/proc/self/fd').length;
-  process.stdout.write(JSON.stringify({ result: { failures: t.failures, stats: t.stats } }) + '\n');
+  process.stdout.write(`${JSON.stringify({ result: { failures: t.failures, stats: t.stats } })}\n`);
 }
 
 await main();

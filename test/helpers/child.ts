@@ -27,7 +27,11 @@ export function fixture(url: string | URL, name: string): string {
  * Starts `node script ...args`. `fds` are given to the child as descriptors 3, 4, …;
  * `wrap` runs it under another command (e.g. ['prlimit', '--nofile=20']).
  */
-export function startPeer(script: string, args: string[] = [], opts: { fds?: number[]; env?: NodeJS.ProcessEnv; wrap?: string[] } = {}): Peer {
+export function startPeer(
+  script: string,
+  args: string[] = [],
+  opts: { fds?: number[]; env?: NodeJS.ProcessEnv; wrap?: string[] } = {},
+): Peer {
   const cmd = [...(opts.wrap ?? []), process.execPath, script, ...args];
   const child = spawn(cmd[0]!, cmd.slice(1), {
     stdio: ['pipe', 'pipe', 'inherit', ...(opts.fds ?? [])],
@@ -59,6 +63,6 @@ export function startPeer(script: string, args: string[] = [], opts: { fds?: num
         else if (closed) take(null);
         else waiters.push(take);
       }),
-    send: (msg) => child.stdin!.write(JSON.stringify(msg) + '\n'),
+    send: (msg) => child.stdin!.write(`${JSON.stringify(msg)}\n`),
   };
 }

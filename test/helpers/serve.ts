@@ -6,7 +6,7 @@ export type Handlers = Record<string, (m: any) => unknown>;
 
 /** Writes one JSON line to the test; handlers may also call it for progress ("waiting"). */
 export function reply(x: unknown): void {
-  process.stdout.write(JSON.stringify(x) + '\n');
+  process.stdout.write(`${JSON.stringify(x)}\n`);
 }
 
 /** Runs handlers for each command until stdin closes; an error is answered as { error }. */

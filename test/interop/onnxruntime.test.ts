@@ -52,7 +52,9 @@ test('onnxruntime-node runs on a shared tensor without copying it, and writes it
 });
 
 const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
-test('before Node 24.9 onnxruntime-node refuses a SharedArrayBuffer, which is why tensors are not over one', { skip: major > 24 || (major === 24 && minor >= 9) ? 'this Node gives SharedArrayBuffers to Node-API' : false }, async () => {
+test('before Node 24.9 onnxruntime-node refuses a SharedArrayBuffer, which is why tensors are not over one', {
+  skip: major > 24 || (major === 24 && minor >= 9) ? 'this Node gives SharedArrayBuffers to Node-API' : false,
+}, async () => {
   const session = await ort.InferenceSession.create(squareModel(1));
   try {
     const sab = new Float32Array(new SharedArrayBuffer(16));

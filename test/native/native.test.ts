@@ -22,8 +22,16 @@ describe('segments', () => {
     const fd = addon.memfdCreate('tensorproc-test', 8192);
     try {
       assert.equal(addon.fstat(fd)[0], 8192);
-      assert.throws(() => ftruncateSync(fd, 100), (e: any) => e.code === 'EPERM', 'shrinking is sealed');
-      assert.throws(() => ftruncateSync(fd, 1 << 20), (e: any) => e.code === 'EPERM', 'growing is sealed');
+      assert.throws(
+        () => ftruncateSync(fd, 100),
+        (e: any) => e.code === 'EPERM',
+        'shrinking is sealed',
+      );
+      assert.throws(
+        () => ftruncateSync(fd, 1 << 20),
+        (e: any) => e.code === 'EPERM',
+        'growing is sealed',
+      );
     } finally {
       addon.close(fd);
     }
@@ -34,15 +42,30 @@ describe('segments', () => {
     const fd = addon.shmCreate(name, 4096);
     try {
       assert.ok(readdirSync('/dev/shm').includes(name.slice(1)));
-      assert.throws(() => addon.shmCreate(name, 4096), (e: any) => e.code === 'EEXIST' && e.syscall === 'shm_open' && e.errno === -17);
+      assert.throws(
+        () => addon.shmCreate(name, 4096),
+        (e: any) => e.code === 'EEXIST' && e.syscall === 'shm_open' && e.errno === -17,
+      );
       const fd2 = addon.shmOpen(name);
       addon.close(fd2);
     } finally {
       addon.close(fd);
       addon.shmUnlink(name);
     }
-    assert.throws(() => addon.shmOpen(name), (e: any) => e.code === 'ENOENT');
-    const err = systemError((() => { try { addon.shmOpen(name); } catch (e) { return e; } })(), 'opening');
+    assert.throws(
+      () => addon.shmOpen(name),
+      (e: any) => e.code === 'ENOENT',
+    );
+    const err = systemError(
+      (() => {
+        try {
+          addon.shmOpen(name);
+        } catch (e) {
+          return e;
+        }
+      })(),
+      'opening',
+    );
     isCoded(SegmentGoneError, 'ERR_TP_SEGMENT_GONE')(err);
   });
 
@@ -51,8 +74,11 @@ describe('segments', () => {
     assert.throws(() => Segment.openFd(fd, 4096), isCoded(BadHandleError, 'ERR_TP_BAD_HANDLE'));
     // openFd took the descriptor and closed it on failure (the leak check sees it)
     const raw = addon.memfdCreate('tensorproc-test', HEADER_BYTES + 4096);
-    assert.throws(() => Segment.openFd(raw, 100), (e: any) => isCoded(BadHandleError, 'ERR_TP_BAD_HANDLE')(e) && /header/.test(e.message),
-      'a memfd without our header is refused');
+    assert.throws(
+      () => Segment.openFd(raw, 100),
+      (e: any) => isCoded(BadHandleError, 'ERR_TP_BAD_HANDLE')(e) && /header/.test(e.message),
+      'a memfd without our header is refused',
+    );
     assert.throws(() => Segment.openName('/etc/passwd', 1), isCoded(BadHandleError, 'ERR_TP_BAD_HANDLE'));
     assert.throws(() => Segment.openName('/tensorproc_0_gone', 1), isCoded(SegmentGoneError, 'ERR_TP_SEGMENT_GONE'));
   });
@@ -112,9 +138,8 @@ describe('futex across processes', () => {
         // waiter sees 'not-equal' instead of sleeping; then wake.
         const view = new Int32Array(addon.sharedBuffer(seg.mapping, word, 4));
         Atomics.store(view, 0, 1);
-        let r: any;
         addon.futexWake(seg.mapping, word, 1);
-        r = await peer.next();
+        const r: any = await peer.next();
         assert.ok(r.result === 'ok' || r.result === 'not-equal', JSON.stringify(r));
         peer.send({ cmd: kind, offset: word, expected: 1, timeout: 1 });
         await peer.next();
@@ -142,7 +167,10 @@ describe('futex across processes', () => {
         const waiting = addon.futexWaitAsync(seg.mapping, word, 0, timeout);
         // Wake until the waiter has gone into futex() and come out again.
         let result: string | undefined;
-        void waiting.then((r) => (result = r), (e) => (result = `threw ${e.code}`));
+        void waiting.then(
+          (r) => (result = r),
+          (e) => (result = `threw ${e.code}`),
+        );
         while (result === undefined) {
           addon.futexWake(seg.mapping, word, 1);
           await new Promise((r) => setTimeout(r, 5));
@@ -182,7 +210,10 @@ describe('channels', () => {
       assert.equal(addon.recv(b, buf, fds), -11, 'EAGAIN when nothing waits');
       // a datagram larger than the buffer is an error and loses no descriptor
       addon.send(a, new Uint8Array(100), new Int32Array([memfd]));
-      assert.throws(() => addon.recv(b, new Uint8Array(10), fds), (e: any) => e.code === 'EMSGSIZE');
+      assert.throws(
+        () => addon.recv(b, new Uint8Array(10), fds),
+        (e: any) => e.code === 'EMSGSIZE',
+      );
       // fill the socket buffer: send reports EAGAIN instead of blocking
       let r = 0;
       for (let i = 0; i < 100000 && r !== -11; i++) r = addon.send(a, new Uint8Array(4096));
@@ -213,7 +244,10 @@ describe('channels', () => {
     const [a, b] = addon.socketpair();
     addon.close(a);
     assert.equal(addon.recv(b, new Uint8Array(8), new Int32Array(4)), -1);
-    assert.throws(() => addon.send(b, new Uint8Array(1)), (e: any) => e.code === 'EPIPE');
+    assert.throws(
+      () => addon.send(b, new Uint8Array(1)),
+      (e: any) => e.code === 'EPIPE',
+    );
     addon.close(b);
   });
 
@@ -265,9 +299,15 @@ describe('errors from the system', () => {
     try {
       cpSync(fileURLToPath(new URL('../../src', import.meta.url)), join(root, 'dist', 'src'), { recursive: true });
       writeFileSync(join(root, 'package.json'), '{"type":"module"}');
-      const r = spawnSync(process.execPath, ['--input-type=module', '-e',
-        `import(${JSON.stringify(pathToFileURL(join(root, 'dist', 'src', 'index.js')).href)}).catch((e) => { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); })`],
-      { encoding: 'utf8' });
+      const r = spawnSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import(${JSON.stringify(pathToFileURL(join(root, 'dist', 'src', 'index.js')).href)}).catch((e) => { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); })`,
+        ],
+        { encoding: 'utf8' },
+      );
       const out = JSON.parse(r.stdout);
       assert.equal(out.name, 'AddonError'); // thrown in another process: its class shows as its name
       assert.equal(out.code, 'ERR_TP_ADDON_MISSING');
@@ -287,9 +327,15 @@ describe('errors from the system', () => {
       writeFileSync(join(root, 'build', 'Release', 'tensorproc.node'), 'console.log("ran as a script")\n');
       const env = { ...process.env };
       delete env.TENSORPROC_ADDON;
-      const r = spawnSync(process.execPath, ['--input-type=module', '-e',
-        `import(${JSON.stringify(pathToFileURL(join(root, 'dist', 'src', 'index.js')).href)}).catch((e) => { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); })`],
-      { encoding: 'utf8', env });
+      const r = spawnSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import(${JSON.stringify(pathToFileURL(join(root, 'dist', 'src', 'index.js')).href)}).catch((e) => { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); })`,
+        ],
+        { encoding: 'utf8', env },
+      );
       assert.doesNotMatch(r.stdout, /ran as a script/, 'the file is opened as a shared object, never run');
       const out = JSON.parse(r.stdout);
       assert.equal(out.name, 'AddonError'); // thrown in another process: its class shows as its name

@@ -20,7 +20,9 @@ test("the package's name resolves to the bundle, beside dist/src", () => {
   assert.match(import.meta.resolve('tensorproc'), /\/dist\/bundle\/index\.js$/);
 });
 
-test('a program importing the package: DataLoader, Pool and spawn, process and thread children, one copy of the library in each', { timeout: 170_000 }, () => {
+test('a program importing the package: DataLoader, Pool and spawn, process and thread children, one copy of the library in each', {
+  timeout: 170_000,
+}, () => {
   const program = fileURLToPath(new URL('./fixtures/bundle-user.js', import.meta.url));
   const r = spawnSync(process.execPath, [program], { encoding: 'utf8', timeout: 150_000 });
   assert.equal(r.status, 0, r.stderr);
@@ -36,9 +38,20 @@ test('a program importing the package: DataLoader, Pool and spawn, process and t
       assert.equal(b.shared, true);
       assert.deepEqual(b.shape, [4, 2, 3]);
       assert.deepEqual(b.i, [4 * k, 4 * k + 1, 4 * k + 2, 4 * k + 3]);
-      assert.deepEqual(b.first, [[4 * k, 4 * k, 4 * k], [4 * k, 4 * k, 4 * k]]);
+      assert.deepEqual(b.first, [
+        [4 * k, 4 * k, 4 * k],
+        [4 * k, 4 * k, 4 * k],
+      ]);
     });
-    assert.deepEqual(out[`pool ${m}`], [[1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]], m);
+    assert.deepEqual(
+      out[`pool ${m}`],
+      [
+        [1, 1, 1, 1],
+        [2, 2, 2, 2],
+        [3, 3, 3, 3],
+      ],
+      m,
+    );
     assert.deepEqual(out[`spawn ${m}`], [3, 3, 3], m);
   }
   assert.deepEqual(out.exports, Object.keys(mp).sort(), 'the bundle exports the public API, nothing more');
@@ -58,11 +71,19 @@ test("a bundled program's file_system manager starts, and leaves once idle", { t
   const sock = join(dir, 'manager-v1.sock');
   const program = fileURLToPath(new URL('./fixtures/bundle-fs-holder.js', import.meta.url));
   try {
-    const r = spawnSync(process.execPath, [program], { env: { ...process.env, TENSORPROC_MANAGER_DIR: dir, TENSORPROC_MANAGER_IDLE_MS: '300' }, encoding: 'utf8', timeout: 40_000 });
+    const r = spawnSync(process.execPath, [program], {
+      env: { ...process.env, TENSORPROC_MANAGER_DIR: dir, TENSORPROC_MANAGER_IDLE_MS: '300' },
+      encoding: 'utf8',
+      timeout: 40_000,
+    });
     assert.equal(r.status, 0, r.stderr);
     const [pid, value] = r.stdout.trim().split(' ');
     assert.equal(value, '7');
-    assert.deepEqual(readdirSync('/dev/shm').filter((n) => n.startsWith(`tensorproc_${pid}_`)), [], 'nothing of the holder left in /dev/shm');
+    assert.deepEqual(
+      readdirSync('/dev/shm').filter((n) => n.startsWith(`tensorproc_${pid}_`)),
+      [],
+      'nothing of the holder left in /dev/shm',
+    );
     await waitFor(() => !existsSync(sock), 10_000).catch(() => assert.fail('the manager did not leave once idle'));
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -62,7 +62,12 @@ test("every map under dist/bundle is a file's own and names only TypeScript sour
   for (const f of ['index.js.map', 'programs/process-child.bundle.js.map']) assert.ok(maps.includes(join(bundleDir, f)), `${f} is built`);
   for (const map of maps) {
     const js = map.slice(0, -'.map'.length);
-    assert.ok(readFileSync(js, 'utf8').trimEnd().endsWith(`//# sourceMappingURL=${js.slice(dirname(js).length + 1)}.map`), `${js} points at its map`);
+    assert.ok(
+      readFileSync(js, 'utf8')
+        .trimEnd()
+        .endsWith(`//# sourceMappingURL=${js.slice(dirname(js).length + 1)}.map`),
+      `${js} points at its map`,
+    );
     const { sources, sourcesContent } = JSON.parse(readFileSync(map, 'utf8')) as { sources: string[]; sourcesContent?: unknown };
     assert.equal(sourcesContent, undefined, 'no sources inside (the package ships no src/)');
     assert.ok(sources.length > 0);

@@ -37,7 +37,7 @@ function isAbortOf(reason: unknown): (e: unknown) => true {
 
 for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
   describe(`aborts, startMethod '${startMethod}'`, () => {
-    it('an aborted call\'s queued tasks are dropped: none of them runs', TIMEOUT, async () => {
+    it("an aborted call's queued tasks are dropped: none of them runs", TIMEOUT, async () => {
       const pool = openPool({ processes: 1, startMethod });
       const started = new MpEvent();
       const release = new MpEvent();
@@ -45,7 +45,11 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
       await started.wait();
       const log = join(mkdtempSync(join(root, 'q-')), 'ran');
       const ac = new AbortController();
-      const queued = pool.starmap(task('note'), range(20).map((x) => [log, x]), { signal: ac.signal, chunksize: 1 });
+      const queued = pool.starmap(
+        task('note'),
+        range(20).map((x) => [log, x]),
+        { signal: ac.signal, chunksize: 1 },
+      );
       const reason = new Error('not wanted any more');
       ac.abort(reason);
       await assert.rejects(queued, isAbortOf(reason));
@@ -71,7 +75,10 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
       const others = pool.map(task('later'), range(100), { chunksize: 1 });
       ac.abort('enough');
       await assert.rejects(doomed, isAbortOf('enough'));
-      assert.deepEqual(await others, range(100).map((x) => x * 10));
+      assert.deepEqual(
+        await others,
+        range(100).map((x) => x * 10),
+      );
       const gone = startMethod === 'spawn' ? pid : threadId;
       assert.ok(before.includes(gone));
       if (startMethod === 'spawn') await waitFor(() => !running(pid));

@@ -6,8 +6,16 @@ import { checkLeaks } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
 import { openPool, stopPoolsAfter, task } from './pools.js';
 import {
-  InvalidArgumentError, NotTransferableError, Pool, PoolClosedError, PoolRunningError, PoolTerminatedError, TargetNotFoundError,
-  TargetNotFunctionError, Event as MpEvent, type StartMethod,
+  InvalidArgumentError,
+  NotTransferableError,
+  Pool,
+  PoolClosedError,
+  PoolRunningError,
+  PoolTerminatedError,
+  TargetNotFoundError,
+  TargetNotFunctionError,
+  Event as MpEvent,
+  type StartMethod,
 } from 'tensorproc';
 
 stopPoolsAfter();
@@ -22,37 +30,53 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
 
     it('map keeps the order of 10,000 items at chunksize 1 and by default', TIMEOUT, async () => {
       const items = range(10_000);
-      assert.deepEqual(await pool.map(task('square'), items, { chunksize: 1 }), items.map((x) => x * x));
-      assert.deepEqual(await pool.map(task('square'), items), items.map((x) => x * x));
-      assert.deepEqual(await pool.map(task('square'), new Set(items.slice(0, 10))), items.slice(0, 10).map((x) => x * x));
+      assert.deepEqual(
+        await pool.map(task('square'), items, { chunksize: 1 }),
+        items.map((x) => x * x),
+      );
+      assert.deepEqual(
+        await pool.map(task('square'), items),
+        items.map((x) => x * x),
+      );
+      assert.deepEqual(
+        await pool.map(task('square'), new Set(items.slice(0, 10))),
+        items.slice(0, 10).map((x) => x * x),
+      );
       assert.deepEqual(await pool.map(task('square'), []), []);
     });
 
-    it('long chunks of numbers (sent packed, NOTE [Packed numbers]) arrive as the very numbers, to the task and back', TIMEOUT, async () => {
-      const odd = [-0, NaN, 1.5, 2 ** 40, -(2 ** 31), 2 ** 31, Number.MAX_VALUE, -Infinity, Number.MIN_VALUE];
-      const floats = [...range(3_000), ...odd];
-      const ints = range(3_000).map((x) => x - 1_500);
-      for (const items of [floats, ints]) {
-        const back = await pool.map(task('same'), items, { chunksize: 1_500 });
-        assert.equal(back.length, items.length);
-        items.forEach((x, i) => assert.ok(Object.is(back[i], x), `item ${i}: ${String(back[i])} for ${String(x)}`));
-        const given = await pool.map<[unknown, string]>(task('seen'), items, { chunksize: 1_500 });
-        assert.ok(given.every(([, type]) => type === 'number'), 'each task got a number');
-        assert.ok(Array.isArray(back), 'the results are an array');
-        const out: unknown[] = [];
-        for await (const x of pool.imap(task('same'), items, { chunksize: 2_000 })) out.push(x);
-        items.forEach((x, i) => assert.ok(Object.is(out[i], x), `imap item ${i}`));
-      }
-      // A long chunk with one item that is not a number travels as it is, whether the numbers
-      // before it were all int32s or not.
-      const mixed = [...range(2_000), 'two thousand', { n: 1 }];
-      assert.deepEqual(await pool.map(task('same'), mixed, { chunksize: 5_000 }), mixed);
-      const mixedFloats = [...range(2_000), 0.5, -0, 'two thousand'];
-      const backMixed = await pool.map(task('same'), mixedFloats, { chunksize: 5_000 });
-      mixedFloats.forEach((x, i) => assert.ok(Object.is(backMixed[i], x), `mixed item ${i}`));
-    });
+    it(
+      'long chunks of numbers (sent packed, NOTE [Packed numbers]) arrive as the very numbers, to the task and back',
+      TIMEOUT,
+      async () => {
+        const odd = [-0, NaN, 1.5, 2 ** 40, -(2 ** 31), 2 ** 31, Number.MAX_VALUE, -Infinity, Number.MIN_VALUE];
+        const floats = [...range(3_000), ...odd];
+        const ints = range(3_000).map((x) => x - 1_500);
+        for (const items of [floats, ints]) {
+          const back = await pool.map(task('same'), items, { chunksize: 1_500 });
+          assert.equal(back.length, items.length);
+          items.forEach((x, i) => assert.ok(Object.is(back[i], x), `item ${i}: ${String(back[i])} for ${String(x)}`));
+          const given = await pool.map<[unknown, string]>(task('seen'), items, { chunksize: 1_500 });
+          assert.ok(
+            given.every(([, type]) => type === 'number'),
+            'each task got a number',
+          );
+          assert.ok(Array.isArray(back), 'the results are an array');
+          const out: unknown[] = [];
+          for await (const x of pool.imap(task('same'), items, { chunksize: 2_000 })) out.push(x);
+          items.forEach((x, i) => assert.ok(Object.is(out[i], x), `imap item ${i}`));
+        }
+        // A long chunk with one item that is not a number travels as it is, whether the numbers
+        // before it were all int32s or not.
+        const mixed = [...range(2_000), 'two thousand', { n: 1 }];
+        assert.deepEqual(await pool.map(task('same'), mixed, { chunksize: 5_000 }), mixed);
+        const mixedFloats = [...range(2_000), 0.5, -0, 'two thousand'];
+        const backMixed = await pool.map(task('same'), mixedFloats, { chunksize: 5_000 });
+        mixedFloats.forEach((x, i) => assert.ok(Object.is(backMixed[i], x), `mixed item ${i}`));
+      },
+    );
 
-    it('map runs chunksize items together in one worker, and by default CPython\'s ceil(n / (4 × processes))', TIMEOUT, async () => {
+    it("map runs chunksize items together in one worker, and by default CPython's ceil(n / (4 × processes))", TIMEOUT, async () => {
       const blocks = async (n: number, size: number, chunksize?: number): Promise<void> => {
         const r = await pool.map<[number, number, number]>(task('where'), range(n), chunksize ? { chunksize } : {});
         for (let from = 0; from < n; from += size) {
@@ -76,32 +100,57 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
     });
 
     it('starmap, apply, and async functions', TIMEOUT, async () => {
-      assert.deepEqual(await pool.starmap(task('add'), [[1, 2], [3, 4], [5, 6]]), [3, 7, 11]);
+      assert.deepEqual(
+        await pool.starmap(task('add'), [
+          [1, 2],
+          [3, 4],
+          [5, 6],
+        ]),
+        [3, 7, 11],
+      );
       assert.equal(await pool.apply(task('add'), [20, 22]), 42);
       assert.deepEqual(await pool.map(task('later'), [1, 2, 3]), [10, 20, 30]);
-      assert.deepEqual(await pool.map(task('square'), (async function* () {
-        yield 2;
-        yield 3;
-      })()), [4, 9]);
+      assert.deepEqual(
+        await pool.map(
+          task('square'),
+          (async function* () {
+            yield 2;
+            yield 3;
+          })(),
+        ),
+        [4, 9],
+      );
     });
 
     it('imap yields in order and imapUnordered as they finish, each with every result', TIMEOUT, async () => {
       const out: number[] = [];
       for await (const x of pool.imap<number>(task('square'), range(500), { chunksize: 7 })) out.push(x);
-      assert.deepEqual(out, range(500).map((x) => x * x));
+      assert.deepEqual(
+        out,
+        range(500).map((x) => x * x),
+      );
       const un: number[] = [];
       for await (const x of pool.imapUnordered<number>(task('later'), range(200))) un.push(x);
-      assert.deepEqual(un.sort((a, b) => a - b), range(200).map((x) => x * 10));
+      assert.deepEqual(
+        un.sort((a, b) => a - b),
+        range(200).map((x) => x * 10),
+      );
       const fromAsync: number[] = [];
       async function* gen(): AsyncGenerator<number> {
         for (let i = 0; i < 50; i++) yield i;
       }
       for await (const x of pool.imap<number>(task('square'), gen(), { chunksize: 4 })) fromAsync.push(x);
-      assert.deepEqual(fromAsync, range(50).map((x) => x * x));
+      assert.deepEqual(
+        fromAsync,
+        range(50).map((x) => x * x),
+      );
     });
 
-    it('a task that throws rejects its call with the worker\'s error: name, message, stack and fields', TIMEOUT, async () => {
-      const e = await pool.map(task('failAt'), range(10), { chunksize: 1 }).then(() => null, (err: unknown) => err as Error & { code?: string });
+    it("a task that throws rejects its call with the worker's error: name, message, stack and fields", TIMEOUT, async () => {
+      const e = await pool.map(task('failAt'), range(10), { chunksize: 1 }).then(
+        () => null,
+        (err: unknown) => err as Error & { code?: string },
+      );
       assert.ok(e instanceof Error);
       assert.equal(e.name, 'RangeError');
       assert.equal(e.message, 'three is not allowed (3)');
@@ -154,7 +203,10 @@ describe('pool options and states', () => {
     assert.throws(() => new Pool({ processes: 1, startMethod: 'fork' as never }), bad);
     assert.throws(() => new Pool({ processes: 1, initargs: 'x' as never }), bad);
     assert.throws(() => new Pool({ processes: 1, initializer: { module: 1 } as never }), bad);
-    assert.throws(() => new Pool({ processes: 1, initializer: task('init'), initargs: [() => 1] }), isCoded(NotTransferableError, 'ERR_TP_NOT_TRANSFERABLE'));
+    assert.throws(
+      () => new Pool({ processes: 1, initializer: task('init'), initargs: [() => 1] }),
+      isCoded(NotTransferableError, 'ERR_TP_NOT_TRANSFERABLE'),
+    );
   });
 
   it('calls after close() or terminate() are PoolClosedError; join() before them is PoolRunningError', TIMEOUT, async () => {
@@ -167,7 +219,10 @@ describe('pool options and states', () => {
     await assert.rejects(pool.apply(task('square'), [1]), closed);
     assert.throws(() => pool.imap(task('square'), [1]), closed);
     // close() lets the calls made finish.
-    assert.deepEqual(await pending, range(100).map((x) => x * x));
+    assert.deepEqual(
+      await pending,
+      range(100).map((x) => x * x),
+    );
     await pool.join();
     const other = openPool(1);
     other.terminate();

@@ -30,18 +30,27 @@ describe('a worker that dies mid-task', () => {
     const others = pool.map(task('later'), range(200), { chunksize: 1 });
     const one = pool.apply(task('square'), [12]);
     process.kill(pid, 'SIGKILL');
-    const e = await doomed.then(() => null, (err: unknown) => err);
+    const e = await doomed.then(
+      () => null,
+      (err: unknown) => err,
+    );
     isCoded(ProcessExitedException, 'ERR_TP_PROCESS_EXITED')(e);
     assert.equal((e as ProcessExitedException).signalName, 'SIGKILL');
     assert.equal((e as ProcessExitedException).exitCode, -9);
     assert.equal((e as ProcessExitedException).pid, pid);
     assert.match((e as Error).message, /terminated with signal SIGKILL/);
-    assert.deepEqual(await others, range(200).map((x) => x * 10));
+    assert.deepEqual(
+      await others,
+      range(200).map((x) => x * 10),
+    );
     assert.equal(await one, 144);
     assert.equal(running(pid), false);
     await waitFor(() => pool.pids().length === 2);
     assert.ok(!pool.pids().includes(pid));
-    assert.deepEqual(await pool.map(task('square'), range(10)), range(10).map((x) => x * x));
+    assert.deepEqual(
+      await pool.map(task('square'), range(10)),
+      range(10).map((x) => x * x),
+    );
     for (const x of [started, release, pids]) x.close();
   });
 
@@ -54,7 +63,10 @@ describe('a worker that dies mid-task', () => {
       isCoded(ProcessExitedException, 'ERR_TP_PROCESS_EXITED')(e);
       assert.equal(e.exitCode, 7);
       assert.match(e.message, /terminated with exit code 7/);
-      assert.deepEqual((results[1] as PromiseFulfilledResult<number[]>).value, range(50).map((x) => x * x));
+      assert.deepEqual(
+        (results[1] as PromiseFulfilledResult<number[]>).value,
+        range(50).map((x) => x * x),
+      );
       assert.equal(await pool.apply(task('square'), [3]), 9);
     });
   }
@@ -69,7 +81,10 @@ describe('a worker that dies mid-task', () => {
       if (saved === undefined) delete process.env.NODE_OPTIONS;
       else process.env.NODE_OPTIONS = saved;
     }
-    const e = await pool.apply(task('exhaustMemory'), []).then(() => null, (err: unknown) => err);
+    const e = await pool.apply(task('exhaustMemory'), []).then(
+      () => null,
+      (err: unknown) => err,
+    );
     isCoded(ProcessExitedException, 'ERR_TP_PROCESS_EXITED')(e);
     // V8 aborts the process (SIGABRT) when its heap is exhausted; the kernel's OOM killer sends SIGKILL.
     assert.ok((e as ProcessExitedException).signalName !== null || (e as ProcessExitedException).exitCode !== 0);
@@ -93,7 +108,10 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
       const counter = zeros([1], { dtype: 'int32', shared: true });
       const pool = openPool({ processes: 2, startMethod, initializer: task('initThrows'), initargs: [counter] });
       const broken = isCoded(PoolBrokenError, 'ERR_TP_POOL_BROKEN');
-      const e = await pool.map(task('square'), range(10)).then(() => null, (err: unknown) => err);
+      const e = await pool.map(task('square'), range(10)).then(
+        () => null,
+        (err: unknown) => err,
+      );
       broken(e);
       assert.match((e as Error).message, /initializer threw in worker \d: the initializer fails on purpose/);
       assert.equal(((e as Error).cause as Error).message, 'the initializer fails on purpose');
@@ -109,14 +127,20 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
     it(`maxtasksperchild 1 over ${n} tasks: each task in a worker of its own, none lost, none twice`, TIMEOUT, async () => {
       const pool = openPool({ processes: 2, startMethod, maxtasksperchild: 1 });
       const r = await pool.map<[number, string]>(task('pid'), range(n), { chunksize: 1 });
-      assert.deepEqual(r.map(([x]) => x), range(n));
+      assert.deepEqual(
+        r.map(([x]) => x),
+        range(n),
+      );
       assert.equal(new Set(r.map(([, w]) => w)).size, n);
     });
 
     it('maxtasksperchild 3: no worker runs more than 3 tasks', TIMEOUT, async () => {
       const pool = openPool({ processes: 2, startMethod, maxtasksperchild: 3 });
       const r = await pool.map<[number, string]>(task('pid'), range(30), { chunksize: 1 });
-      assert.deepEqual(r.map(([x]) => x), range(30));
+      assert.deepEqual(
+        r.map(([x]) => x),
+        range(30),
+      );
       const per = new Map<string, number>();
       for (const [, w] of r) per.set(w, (per.get(w) ?? 0) + 1);
       for (const n of per.values()) assert.ok(n <= 3);

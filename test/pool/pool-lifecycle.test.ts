@@ -11,7 +11,17 @@ import { isCoded } from '../helpers/errors.js';
 import { running } from '../helpers/procs.js';
 import { fixture, startPeer } from '../helpers/child.js';
 import { openPool, stopPoolsAfter, task } from './pools.js';
-import { Event as MpEvent, Pool, PoolTerminatedError, TargetLoadError, emptyCache, getSharingStrategy, setSharingStrategy, type StartMethod, type Tensor } from 'tensorproc';
+import {
+  Event as MpEvent,
+  Pool,
+  PoolTerminatedError,
+  TargetLoadError,
+  emptyCache,
+  getSharingStrategy,
+  setSharingStrategy,
+  type StartMethod,
+  type Tensor,
+} from 'tensorproc';
 
 stopPoolsAfter();
 checkLeaks();
@@ -30,7 +40,10 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
         await pool.apply(task('square'), [1]);
         pids = pool.pids();
       }
-      assert.deepEqual(results, range(300).map((x) => x * 10));
+      assert.deepEqual(
+        results,
+        range(300).map((x) => x * 10),
+      );
       if (startMethod === 'spawn') for (const pid of pids) assert.equal(running(pid), false);
     });
 
@@ -96,7 +109,7 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
       }
     });
 
-    it('a task function exported from the program\'s own entry module, its main code awaited at top level', TIMEOUT, async () => {
+    it("a task function exported from the program's own entry module, its main code awaited at top level", TIMEOUT, async () => {
       const peer = startPeer(fixture(import.meta.url, 'self-pool.js'), [startMethod]);
       assert.deepEqual(await peer.next(), [1, 8, 27, 64]);
       assert.deepEqual(await peer.exited, { code: 0, signal: null });
@@ -105,7 +118,10 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
     it('a task module that starts a pool at its top level is refused in the worker, with the fix in the message', TIMEOUT, async () => {
       const pool = openPool({ processes: 1, startMethod });
       const unguarded = { module: new URL('./fixtures/unguarded.js', import.meta.url), export: 'twice' };
-      const e = await pool.apply(unguarded, [2]).then(() => null, (err: unknown) => err);
+      const e = await pool.apply(unguarded, [2]).then(
+        () => null,
+        (err: unknown) => err,
+      );
       isCoded(TargetLoadError, 'ERR_TP_TARGET_LOAD')(e);
       assert.equal(((e as Error).cause as { code?: string }).code, 'ERR_TP_SPAWN_IN_BOOTSTRAP');
       assert.match((e as Error).message, /parentProcess\(\) === null/);

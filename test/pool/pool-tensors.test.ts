@@ -25,13 +25,19 @@ for (const strategy of ['file_descriptor', 'file_system'] as SharingStrategy[]) 
         assert.equal(results.length, buffers.length);
         for (const r of results) {
           assert.deepEqual(r.shape, [2, 2]);
-          assert.deepEqual(r.toArray(), [[5, 5], [5, 5]]);
+          assert.deepEqual(r.toArray(), [
+            [5, 5],
+            [5, 5],
+          ]);
           assert.ok(r.isShared());
         }
         // Moved into shared memory when they were sent, and written by the workers there.
         for (const b of buffers) {
           assert.ok(b.isShared());
-          assert.deepEqual(b.toArray(), [[4, 4], [4, 4]]);
+          assert.deepEqual(b.toArray(), [
+            [4, 4],
+            [4, 4],
+          ]);
         }
         pool.close();
         await pool.join();
@@ -40,7 +46,10 @@ for (const strategy of ['file_descriptor', 'file_system'] as SharingStrategy[]) 
       it('a 1 MiB tensor made in a worker arrives as a handle to its memory; a shared input is read in place', TIMEOUT, async () => {
         setSharingStrategy(strategy);
         const pool = openPool({ processes: 2, startMethod });
-        const made = await pool.map<Tensor>(task('makeTensor'), Array.from({ length: 20 }, (_, i) => i));
+        const made = await pool.map<Tensor>(
+          task('makeTensor'),
+          Array.from({ length: 20 }, (_, i) => i),
+        );
         made.forEach((t, i) => {
           assert.equal(t.numel(), 1 << 18);
           assert.ok(t.isShared());

@@ -10,7 +10,7 @@ import { checkLeaks } from '../helpers/leaks.js';
 import {
   spawn,
   startProcesses,
-  ProcessContext,
+  type ProcessContext,
   InvalidArgumentError,
   NotTransferableError,
   SpawnInBootstrapError,
@@ -87,7 +87,10 @@ describe('bad options are a coded error before any process starts', () => {
       assert.match(e.message, /must be true or false/);
     }
     // A misspelt option (torch's start_method, a typo) is not silently ignored.
-    for (const [call, key] of [[() => spawnAny(ok, { nproc: 2 }), 'nproc'], [() => (startProcesses as typeof spawnAny)(ok, { start_method: 'thread' }), 'start_method']] as const) {
+    for (const [call, key] of [
+      [() => spawnAny(ok, { nproc: 2 }), 'nproc'],
+      [() => (startProcesses as typeof spawnAny)(ok, { start_method: 'thread' }), 'start_method'],
+    ] as const) {
       const e = await rejectsCoded(call(), InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
       assert.match(e.message, new RegExp(`no option '${key}'`));
     }
@@ -154,7 +157,10 @@ describe('a target the child cannot load is a coded error from that child (NOTE 
         const ctx = startProcesses({ module }, { nprocs: 2, join: false, startMethod });
         try {
           assert.equal(ctx.pids().length, 2, 'the children started at once');
-          const e = await ctx.join().then(() => assert.fail('join() should throw'), (x: unknown) => x);
+          const e = await ctx.join().then(
+            () => assert.fail('join() should throw'),
+            (x: unknown) => x,
+          );
           const err = fromChild(e, TargetNotFoundError, 'ERR_TP_TARGET_NOT_FOUND', ctx);
           assert.match(err.message, /does not exist|cannot be resolved/);
           await assert.rejects(ctx.loaded, (x: unknown) => x instanceof TargetNotFoundError);
@@ -168,13 +174,19 @@ describe('a target the child cannot load is a coded error from that child (NOTE 
 
     it(`${startMethod}: a missing export, an export that is not a function, no default export`, async () => {
       for (const [target, text] of [
-        [{ module: MODULE, export: 'nope' }, /no export 'nope'; it must be a function called as fn\(i, \.\.\.args\)\. Functions it exports: .*success/],
+        [
+          { module: MODULE, export: 'nope' },
+          /no export 'nope'; it must be a function called as fn\(i, \.\.\.args\)\. Functions it exports: .*success/,
+        ],
         [{ module: MODULE, export: 'notAFunction' }, /an export 'notAFunction' of type number/],
         [{ module: fileURLToPath(MODULE) }, /no export 'default'/],
       ] as const) {
         const ctx = startProcesses(target, { join: false, startMethod });
         try {
-          const e = await ctx.join().then(() => assert.fail('join() should throw'), (x: unknown) => x);
+          const e = await ctx.join().then(
+            () => assert.fail('join() should throw'),
+            (x: unknown) => x,
+          );
           const err = fromChild(e, TargetNotFunctionError, 'ERR_TP_TARGET_NOT_FUNCTION', ctx) as TargetNotFunctionError;
           assert.match(err.message, text);
           assert.ok(err instanceof TypeError);
@@ -184,12 +196,18 @@ describe('a target the child cannot load is a coded error from that child (NOTE 
         }
       }
       // join: true rejects with the same
-      await assert.rejects(startProcesses({ module: MODULE, export: 'nope' }, { startMethod }), isCoded(TargetNotFunctionError, 'ERR_TP_TARGET_NOT_FUNCTION'));
+      await assert.rejects(
+        startProcesses({ module: MODULE, export: 'nope' }, { startMethod }),
+        isCoded(TargetNotFunctionError, 'ERR_TP_TARGET_NOT_FUNCTION'),
+      );
     });
 
     it(`${startMethod}: a module that fails to load`, async () => {
       const bad = new URL('./fixtures/broken.js', import.meta.url);
-      const e = await startProcesses({ module: bad }, { startMethod }).then(() => assert.fail('should throw'), (x: unknown) => x);
+      const e = await startProcesses({ module: bad }, { startMethod }).then(
+        () => assert.fail('should throw'),
+        (x: unknown) => x,
+      );
       const err = fromChild(e, TargetLoadError, 'ERR_TP_TARGET_LOAD');
       assert.match(err.message, /broken on purpose/);
       assert.equal((err.cause as Error).message, 'broken on purpose', "the child's error, rebuilt");
@@ -208,7 +226,10 @@ describe('a target the child cannot load is a coded error from that child (NOTE 
       try {
         const seg = segmentOf(t);
         await assert.rejects(ctx.join({ gracePeriod: 60_000 }), isCoded(TargetNotFunctionError, 'ERR_TP_TARGET_NOT_FUNCTION'));
-        assert.deepEqual(ctx.processes.map((p) => p.exitCode), [1, 1, 1]);
+        assert.deepEqual(
+          ctx.processes.map((p) => p.exitCode),
+          [1, 1, 1],
+        );
         assert.equal(seg.refcount(), 1, 'only this process holds it: the children let go of the three references');
       } finally {
         await reap(ctx);
@@ -219,7 +240,10 @@ describe('a target the child cannot load is a coded error from that child (NOTE 
   });
 
   it('a child whose target module starts processes at its top level is refused: SpawnInBootstrapError, not processes without end', () => {
-    const out = execFileSync(process.execPath, [fileURLToPath(new URL('./fixtures/spawn-at-import.js', import.meta.url))], { encoding: 'utf8', timeout: 60_000 });
+    const out = execFileSync(process.execPath, [fileURLToPath(new URL('./fixtures/spawn-at-import.js', import.meta.url))], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     const r = JSON.parse(out.trim().split('\n').pop()!);
     // The program's own spawn started one child; that child's import tried again and failed.
     assert.equal(r.name, ProcessRaisedException.name);
@@ -229,7 +253,10 @@ describe('a target the child cannot load is a coded error from that child (NOTE 
   });
 
   it('the entry module as target, its main code guarded and not awaited at top level: it works', () => {
-    const out = execFileSync(process.execPath, [fileURLToPath(new URL('./fixtures/self-target-guarded.js', import.meta.url))], { encoding: 'utf8', timeout: 60_000 });
+    const out = execFileSync(process.execPath, [fileURLToPath(new URL('./fixtures/self-target-guarded.js', import.meta.url))], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.deepEqual(JSON.parse(out.trim().split('\n').pop()!), { set: true });
   });
 });
@@ -256,7 +283,10 @@ describe('arguments', () => {
       encoded.release();
       encoded.release(); // once only
     }
-    assert.throws(() => addon.fstat(encoded.fds[0]!), (e: any) => e.code === 'EBADF');
+    assert.throws(
+      () => addon.fstat(encoded.fds[0]!),
+      (e: any) => e.code === 'EBADF',
+    );
     t.release();
   });
 
@@ -294,6 +324,9 @@ describe('exception classes', () => {
     assert.deepEqual([base.name, base.code, base.errorIndex, base.pid], ['ProcessException', 'ERR_TP_PROCESS', 0, 5]);
     // torch checks that they pickle; ours survive structured cloning as data
     const copy = structuredClone({ ...signalled, message: signalled.message });
-    assert.deepEqual([copy.errorIndex, copy.pid, copy.exitCode, copy.signalName, copy.code], [2, 77, -9, 'SIGKILL', 'ERR_TP_PROCESS_EXITED']);
+    assert.deepEqual(
+      [copy.errorIndex, copy.pid, copy.exitCode, copy.signalName, copy.code],
+      [2, 77, -9, 'SIGKILL', 'ERR_TP_PROCESS_EXITED'],
+    );
   });
 });

@@ -24,7 +24,13 @@ function runProgram(c: Case): { status: number | null; stdout: string; stderr: s
     encoding: 'utf8',
     timeout: 50_000,
     killSignal: 'SIGKILL', // its children die with it
-    env: { ...process.env, TP_TEST_START_METHOD: c.startMethod, TP_TEST_JOIN: String(c.join), TP_TEST_GUARD: c.guard, TP_TEST_HOW: c.how ?? 'spawn' },
+    env: {
+      ...process.env,
+      TP_TEST_START_METHOD: c.startMethod,
+      TP_TEST_JOIN: String(c.join),
+      TP_TEST_GUARD: c.guard,
+      TP_TEST_HOW: c.how ?? 'spawn',
+    },
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -62,17 +68,23 @@ describe('the single-file script, guarded by `mp.parentProcess() === null`', () 
 
 describe('other guards', () => {
   for (const startMethod of ['spawn', 'thread'] as const) {
-    it(`${startMethod}: process.argv[1] === fileURLToPath(import.meta.url)`, TIMEOUT, () => assertWorked({ startMethod, join: true, guard: 'argv' }));
+    it(`${startMethod}: process.argv[1] === fileURLToPath(import.meta.url)`, TIMEOUT, () =>
+      assertWorked({ startMethod, join: true, guard: 'argv' }),
+    );
   }
   it("thread: worker_threads' isMainThread", TIMEOUT, () => assertWorked({ startMethod: 'thread', join: false, guard: 'isMainThread' }));
 
-  it('spawn: isMainThread is true in a process child too, so its import starts processes again: refused, not processes without end', TIMEOUT, () => {
-    const r = runProgram({ startMethod: 'spawn', join: true, guard: 'isMainThread' });
-    assert.notEqual(r.status, 0);
-    // The top-level await rejects with the child's coded error, which names the refusal.
-    assert.match(r.stderr, /TargetLoadError: Process [01] \(pid \d+\) could not load its target: /);
-    assert.match(r.stderr, /code: 'ERR_TP_TARGET_LOAD'/);
-    assert.match(r.stderr, /still importing its target module/);
-    assert.match(r.stderr, /code: 'ERR_TP_SPAWN_IN_BOOTSTRAP'/);
-  });
+  it(
+    'spawn: isMainThread is true in a process child too, so its import starts processes again: refused, not processes without end',
+    TIMEOUT,
+    () => {
+      const r = runProgram({ startMethod: 'spawn', join: true, guard: 'isMainThread' });
+      assert.notEqual(r.status, 0);
+      // The top-level await rejects with the child's coded error, which names the refusal.
+      assert.match(r.stderr, /TargetLoadError: Process [01] \(pid \d+\) could not load its target: /);
+      assert.match(r.stderr, /code: 'ERR_TP_TARGET_LOAD'/);
+      assert.match(r.stderr, /still importing its target module/);
+      assert.match(r.stderr, /code: 'ERR_TP_SPAWN_IN_BOOTSTRAP'/);
+    },
+  );
 });

@@ -7,7 +7,9 @@ import { startPeer } from '../helpers/child.js';
 
 checkLeaks();
 
-it("pytorch/examples' mnist_hogwild: 4 Processes train one shared model in place, and the main process sees it trained", { timeout: 60_000 }, async () => {
+it("pytorch/examples' mnist_hogwild: 4 Processes train one shared model in place, and the main process sees it trained", {
+  timeout: 60_000,
+}, async () => {
   const script = fileURLToPath(new URL('../../examples/hogwild.js', import.meta.url));
   const peer = startPeer(script, ['--json']);
   const report = await peer.next();

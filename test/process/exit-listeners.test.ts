@@ -35,7 +35,10 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
         // The library's: the hooks' one listener and the transport's backlog hook, which must
         // run before every other (endpoint.ts); Node's: a worker's stdio flush, and its
         // listener for a module whose top-level await is still pending (the target's, here).
-        assert.ok(count - baseline <= 3, `${count} exit listeners, ${baseline} of a bare ${startMethod === 'thread' ? 'thread' : 'process'}`);
+        assert.ok(
+          count - baseline <= 3,
+          `${count} exit listeners, ${baseline} of a bare ${startMethod === 'thread' ? 'thread' : 'process'}`,
+        );
         assert.equal(await ctx.join(), true);
       } finally {
         await reap(ctx);

@@ -18,7 +18,10 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
       try {
         // each child adds (its index + 1) to its own row: 2 rows, 2 children
         await mp.startProcesses(target, { args: [t, startMethod === 'spawn'], nprocs: 2, startMethod });
-        assert.deepEqual(t.toArray(), [[2, 2, 2, 2], [3, 3, 3, 3]]);
+        assert.deepEqual(t.toArray(), [
+          [2, 2, 2, 2],
+          [3, 3, 3, 3],
+        ]);
       } finally {
         t.release();
         mp.setSharingStrategy('file_descriptor');

@@ -18,7 +18,6 @@ let root: string;
 before(() => (root = mkdtempSync(join(tmpdir(), 'tensorproc-orphans-test-'))));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-
 /**
  * Resolves once `pid` has exited (or was already gone). A process closes its descriptors a
  * moment before it becomes a zombie, so a closed pipe alone does not prove its holders are
@@ -46,7 +45,10 @@ function outputClosed(peer: Peer): Promise<void> {
   return new Promise((resolve) => peer.child.stdout!.once('close', () => resolve()));
 }
 
-async function parentWithChildren(mode: 'orphan' | 'daemon', how: 'spawn' | 'Process'): Promise<{ peer: Peer; pids: number[]; closed: Promise<void> }> {
+async function parentWithChildren(
+  mode: 'orphan' | 'daemon',
+  how: 'spawn' | 'Process',
+): Promise<{ peer: Peer; pids: number[]; closed: Promise<void> }> {
   const dir = mkdtempSync(join(root, `${mode}-`));
   const peer = startPeer(fixture(import.meta.url, 'orphan-parent.js'), [mode, dir, how]);
   const closed = outputClosed(peer);
@@ -54,34 +56,35 @@ async function parentWithChildren(mode: 'orphan' | 'daemon', how: 'spawn' | 'Pro
   return { peer, pids, closed };
 }
 
-for (const how of ['spawn', 'Process'] as const) describe(`no orphans (${how})`, () => {
-  it('children die when their parent is killed with SIGKILL', { timeout: 60_000 }, async () => {
-    const { peer, pids, closed } = await parentWithChildren('orphan', how);
-    try {
-      assert.equal(pids.length, 2);
-      assert.ok(pids.every(running), 'the children run before the parent dies');
-      peer.child.kill('SIGKILL');
-      assert.equal((await peer.exited).signal, 'SIGKILL');
-      await closed; // the children held the same stdout: they are exiting too
-      await Promise.all(pids.map(exited));
-      assert.deepEqual(pids.filter(running), []);
-    } finally {
-      for (const pid of pids) if (running(pid)) process.kill(pid, 'SIGKILL');
-    }
-  });
+for (const how of ['spawn', 'Process'] as const)
+  describe(`no orphans (${how})`, () => {
+    it('children die when their parent is killed with SIGKILL', { timeout: 60_000 }, async () => {
+      const { peer, pids, closed } = await parentWithChildren('orphan', how);
+      try {
+        assert.equal(pids.length, 2);
+        assert.ok(pids.every(running), 'the children run before the parent dies');
+        peer.child.kill('SIGKILL');
+        assert.equal((await peer.exited).signal, 'SIGKILL');
+        await closed; // the children held the same stdout: they are exiting too
+        await Promise.all(pids.map(exited));
+        assert.deepEqual(pids.filter(running), []);
+      } finally {
+        for (const pid of pids) if (running(pid)) process.kill(pid, 'SIGKILL');
+      }
+    });
 
-  it('daemon children do not keep the parent alive, and die with it', { timeout: 60_000 }, async () => {
-    const { peer, pids, closed } = await parentWithChildren('daemon', how);
-    try {
-      assert.deepEqual(await peer.exited, { code: 0, signal: null });
-      await closed;
-      await Promise.all(pids.map(exited));
-      assert.deepEqual(pids.filter(running), []);
-    } finally {
-      for (const pid of pids) if (running(pid)) process.kill(pid, 'SIGKILL');
-    }
+    it('daemon children do not keep the parent alive, and die with it', { timeout: 60_000 }, async () => {
+      const { peer, pids, closed } = await parentWithChildren('daemon', how);
+      try {
+        assert.deepEqual(await peer.exited, { code: 0, signal: null });
+        await closed;
+        await Promise.all(pids.map(exited));
+        assert.deepEqual(pids.filter(running), []);
+      } finally {
+        for (const pid of pids) if (running(pid)) process.kill(pid, 'SIGKILL');
+      }
+    });
   });
-});
 
 describe('loaders', () => {
   it('a parent under `node --import tsx` runs a .ts target, in processes and threads', { timeout: 60_000 }, () => {

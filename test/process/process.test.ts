@@ -136,7 +136,10 @@ for (const startMethod of ['spawn', 'thread'] as const) {
       // A thread ended by SIGKILL cleans up nothing, as a killed process: it is given no Event to hold.
       const dir = mkdtempSync(join(tmpdir(), 'tensorproc-process-test-'));
       try {
-        for (const [stop, code, signal] of [['kill', -9, 'SIGKILL'], ['terminate', -15, 'SIGTERM']] as const) {
+        for (const [stop, code, signal] of [
+          ['kill', -9, 'SIGKILL'],
+          ['terminate', -15, 'SIGTERM'],
+        ] as const) {
           const file = join(dir, stop);
           const w = make({ target: target('readyFileThenWait'), args: [file], startMethod });
           w.start();
@@ -174,21 +177,25 @@ for (const startMethod of ['spawn', 'thread'] as const) {
       }
     });
 
-    it('a child that throws exits with code 1; its error is on the Process, and printed on stderr as Python prints it', TIMEOUT, async () => {
-      const p = make({ target: target('throwIt'), args: ['bad rank'], startMethod });
-      const printed = await stderrDuring(async () => {
-        p.start();
-        await p.join();
-      });
-      assert.equal(p.exitCode, 1);
-      assert.equal(p.error, p.error, 'one error object');
-      const e = p.error as Error & { code: string };
-      assert.equal(e.name, 'RangeError');
-      assert.ok(e instanceof RangeError, "a built-in class is rebuilt as itself");
-      assert.equal(e.message, 'bad rank');
-      assert.equal(e.code, 'E_FIXTURE');
-      assert.match(printed, new RegExp(`^Process ${p.name}:\\nRangeError: bad rank\\n    at throwIt `));
-    });
+    it(
+      'a child that throws exits with code 1; its error is on the Process, and printed on stderr as Python prints it',
+      TIMEOUT,
+      async () => {
+        const p = make({ target: target('throwIt'), args: ['bad rank'], startMethod });
+        const printed = await stderrDuring(async () => {
+          p.start();
+          await p.join();
+        });
+        assert.equal(p.exitCode, 1);
+        assert.equal(p.error, p.error, 'one error object');
+        const e = p.error as Error & { code: string };
+        assert.equal(e.name, 'RangeError');
+        assert.ok(e instanceof RangeError, 'a built-in class is rebuilt as itself');
+        assert.equal(e.message, 'bad rank');
+        assert.equal(e.code, 'E_FIXTURE');
+        assert.match(printed, new RegExp(`^Process ${p.name}:\\nRangeError: bad rank\\n    at throwIt `));
+      },
+    );
 
     it('a target the child cannot load: exit code 1, and the coded error from the child', TIMEOUT, async () => {
       for (const [t, cls, code] of [
@@ -309,14 +316,24 @@ describe('Process: misuse is a coded error', () => {
 });
 
 describe('out of descriptors', () => {
-  it('starting a child with no descriptors left is a TooManyFilesError, never a bare EMFILE, and leaves nothing behind', { timeout: 120_000 }, () => {
+  it('starting a child with no descriptors left is a TooManyFilesError, never a bare EMFILE, and leaves nothing behind', {
+    timeout: 120_000,
+  }, () => {
     // A program of its own under a low limit: it fills every free descriptor, then starts
     // children with k of them free (NOTE in src/process/descriptors.ts).
-    const out = execFileSync('sh', ['-c', `ulimit -n 120 && exec "${process.execPath}" "${fixture(import.meta.url, 'out-of-descriptors.js')}"`], { encoding: 'utf8', timeout: 110_000 });
+    const out = execFileSync(
+      'sh',
+      ['-c', `ulimit -n 120 && exec "${process.execPath}" "${fixture(import.meta.url, 'out-of-descriptors.js')}"`],
+      { encoding: 'utf8', timeout: 110_000 },
+    );
     const r = JSON.parse(out.trim().split('\n').pop()!);
     for (const how of ['spawn', 'thread', 'Process']) {
       const outcomes = r[how] as string[];
-      assert.equal(outcomes[0], 'thrown: TooManyFilesError ERR_TP_TOO_MANY_FILES', `${how}, no descriptor free: thrown by the start itself`);
+      assert.equal(
+        outcomes[0],
+        'thrown: TooManyFilesError ERR_TP_TOO_MANY_FILES',
+        `${how}, no descriptor free: thrown by the start itself`,
+      );
       for (const o of outcomes) assert.match(o, /^(ran|(thrown|join): TooManyFilesError ERR_TP_TOO_MANY_FILES)$/, `${how}: ${outcomes}`);
       assert.ok(outcomes.includes('ran') || how === 'thread', `${how}: with a few free, it runs (${outcomes})`);
     }

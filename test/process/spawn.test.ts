@@ -40,7 +40,6 @@ before(() => (root = mkdtempSync(join(tmpdir(), 'tensorproc-spawn-test-'))));
 after(() => rmSync(root, { recursive: true, force: true }));
 const freshDir = (): string => mkdtempSync(join(root, 'd-'));
 
-
 /** Collects tensorproc's termination warnings while `fn` runs. */
 async function warningsDuring(fn: () => Promise<void>): Promise<string[]> {
   const seen: string[] = [];
@@ -114,7 +113,10 @@ for (const startMethod of methods) {
       const dir = freshDir();
       process.env.TENSORPROC_TEST_IMPORT_GATE = join(dir, 'go');
       // A module of its own per start method: a module imports once per process.
-      const ctx = startProcesses({ module: new URL(`./fixtures/import-gate.js?${startMethod}`, import.meta.url), export: 'run' }, { nprocs: 2, join: false, startMethod });
+      const ctx = startProcesses(
+        { module: new URL(`./fixtures/import-gate.js?${startMethod}`, import.meta.url), export: 'run' },
+        { nprocs: 2, join: false, startMethod },
+      );
       try {
         assert.equal(ctx.pids().length, 2, 'as torch gives them: at once');
         for (const [i, p] of ctx.processes.entries()) {
@@ -160,7 +162,12 @@ for (const startMethod of methods) {
           assert.ok(e instanceof ProcessRaisedException);
           assert.equal(e.code, 'ERR_TP_PROCESS_RAISED');
           assert.equal(e.errorIndex, which);
-          assert.match(e.message, new RegExp(`^\\n\\n-- Process ${which} terminated with the following error:\\nError: legitimate exception from process ${which}\\n    at `));
+          assert.match(
+            e.message,
+            new RegExp(
+              `^\\n\\n-- Process ${which} terminated with the following error:\\nError: legitimate exception from process ${which}\\n    at `,
+            ),
+          );
           return true;
         });
       }
@@ -341,7 +348,7 @@ describe('spawn()', () => {
   });
 });
 
-describe("stopping a thread child (NOTE [Stopping a thread child])", () => {
+describe('stopping a thread child (NOTE [Stopping a thread child])', () => {
   it('terminate() lets the thread close everything it held: its descriptors do not outlive it', TIMEOUT, async () => {
     // Threads share the process's descriptors: what a terminated thread left open would
     // show here. Before the stop message, worker.terminate() ran no exit handler.
@@ -363,7 +370,11 @@ describe("stopping a thread child (NOTE [Stopping a thread child])", () => {
       ready.close();
     }
     emptyCache();
-    assert.deepEqual([...openFds().keys()].filter((fd) => !before.has(fd)), [], 'descriptors the thread held are closed');
+    assert.deepEqual(
+      [...openFds().keys()].filter((fd) => !before.has(fd)),
+      [],
+      'descriptors the thread held are closed',
+    );
   });
 
   it('a stopped thread stops its own thread children first: nothing they held outlives them', TIMEOUT, async () => {
@@ -380,7 +391,11 @@ describe("stopping a thread child (NOTE [Stopping a thread child])", () => {
       ready.close();
     }
     emptyCache();
-    assert.deepEqual([...openFds().keys()].filter((fd) => !before.has(fd)), [], 'descriptors the threads held are closed');
+    assert.deepEqual(
+      [...openFds().keys()].filter((fd) => !before.has(fd)),
+      [],
+      'descriptors the threads held are closed',
+    );
   });
 
   it('a thread that cannot take the stop (a synchronous loop) is terminated all the same', TIMEOUT, async () => {
@@ -396,32 +411,36 @@ describe("stopping a thread child (NOTE [Stopping a thread child])", () => {
     }
   });
 
-  for (const [how, code, signal] of [['returned', 0, 'SIGTERM'], ['exited with code 1', 1, 'SIGKILL']] as const) {
-  it(`a thread that ${how} on its own before ${signal} reached it reports its own exit code, as a process does`, TIMEOUT, async () => {
-    const tasks = (): number => readdirSync('/proc/self/task').length;
-    const ctx = code === 0
-      ? startProcesses(target('success'), { join: false, startMethod: 'thread' })
-      : startProcesses(target('exitCode'), { args: [1, freshDir()], join: false, startMethod: 'thread' });
-    try {
-      await ctx.started;
-      // Block this event loop until the thread is gone from the process, so that its 'exit'
-      // event has not been handled yet when terminate() comes.
-      const running = tasks();
-      const nap = new Int32Array(new SharedArrayBuffer(4));
-      const deadline = performance.now() + 20_000;
-      while (tasks() >= running) {
-        if (performance.now() > deadline) throw new Error('the thread did not end');
-        Atomics.wait(nap, 0, 0, 1);
+  for (const [how, code, signal] of [
+    ['returned', 0, 'SIGTERM'],
+    ['exited with code 1', 1, 'SIGKILL'],
+  ] as const) {
+    it(`a thread that ${how} on its own before ${signal} reached it reports its own exit code, as a process does`, TIMEOUT, async () => {
+      const tasks = (): number => readdirSync('/proc/self/task').length;
+      const ctx =
+        code === 0
+          ? startProcesses(target('success'), { join: false, startMethod: 'thread' })
+          : startProcesses(target('exitCode'), { args: [1, freshDir()], join: false, startMethod: 'thread' });
+      try {
+        await ctx.started;
+        // Block this event loop until the thread is gone from the process, so that its 'exit'
+        // event has not been handled yet when terminate() comes.
+        const running = tasks();
+        const nap = new Int32Array(new SharedArrayBuffer(4));
+        const deadline = performance.now() + 20_000;
+        while (tasks() >= running) {
+          if (performance.now() > deadline) throw new Error('the thread did not end');
+          Atomics.wait(nap, 0, 0, 1);
+        }
+        ctx.processes[0]!.kill(signal);
+        if (code === 0) assert.equal(await ctx.join(), true);
+        else await assert.rejects(ctx.join(), (e: unknown) => e instanceof ProcessExitedException && e.exitCode === 1);
+        assert.equal(ctx.processes[0]!.exitCode, code);
+        assert.equal(ctx.processes[0]!.signalName, null);
+      } finally {
+        await reap(ctx);
       }
-      ctx.processes[0]!.kill(signal);
-      if (code === 0) assert.equal(await ctx.join(), true);
-      else await assert.rejects(ctx.join(), (e: unknown) => e instanceof ProcessExitedException && e.exitCode === 1);
-      assert.equal(ctx.processes[0]!.exitCode, code);
-      assert.equal(ctx.processes[0]!.signalName, null);
-    } finally {
-      await reap(ctx);
-    }
-  });
+    });
   }
 
   it('SIGKILL after an unheeded SIGTERM ends the thread at once and is what is reported', TIMEOUT, async () => {

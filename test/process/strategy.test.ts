@@ -67,7 +67,7 @@ it("DataLoader workers start with the parent's strategy", TIMEOUT, async () => {
   try {
     const seen: number[] = [];
     for await (const batch of loader) {
-      seen.push(...(batch as mp.Tensor).toArray() as number[]);
+      seen.push(...((batch as mp.Tensor).toArray() as number[]));
       (batch as mp.Tensor).release();
     }
     assert.deepEqual(seen, [1, 1, 1, 1]);

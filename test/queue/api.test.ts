@@ -143,10 +143,16 @@ describe('Queue', () => {
 
   test('a value that cannot travel is refused before anything is sent', async () => {
     const q = new mp.Queue();
-    await assert.rejects(q.put({ batch: { meta: { fn: () => 1 } } }), (e: any) => e instanceof mp.NotTransferableError && e.path === 'batch.meta.fn');
+    await assert.rejects(
+      q.put({ batch: { meta: { fn: () => 1 } } }),
+      (e: any) => e instanceof mp.NotTransferableError && e.path === 'batch.meta.fn',
+    );
     const full = new mp.Queue({ maxsize: 1 });
     await full.put(0);
-    await assert.rejects(full.put({ f: Symbol('x') }), (e: any) => code('ERR_TP_NOT_TRANSFERABLE', mp.NotTransferableError)(e) && e.path === 'f');
+    await assert.rejects(
+      full.put({ f: Symbol('x') }),
+      (e: any) => code('ERR_TP_NOT_TRANSFERABLE', mp.NotTransferableError)(e) && e.path === 'f',
+    );
     assert.equal(q.empty(), true);
     q.close();
     full.close();
@@ -227,7 +233,11 @@ describe('Queue: joinThread and cancelJoinThread (torch join_thread, cancel_join
       // Nobody reads until the child has exited: without the cancel it would wait for good.
       await mp.startProcesses(target('putManyAndReturn'), { args: [q, true], startMethod });
       const got = await drain(q);
-      assert.deepEqual(got.map((m) => m.k), got.map((_, k) => k), 'in order, from the first');
+      assert.deepEqual(
+        got.map((m) => m.k),
+        got.map((_, k) => k),
+        'in order, from the first',
+      );
       for (const storage of new Set(got.map((m) => m.t.storage))) storage.release(); // one storage, held once
       assert.ok(got.length > 0 && got.length < 400, `${got.length} of 400 went out before the exit`);
       assert.equal(q.qsize(), 0, 'no slot is held by a message that will never arrive');
@@ -285,7 +295,11 @@ describe('SimpleQueue', () => {
     ready.close();
   });
 
-  for (const [startMethod, close] of [['thread', false], ['thread', true], ['spawn', false]] as const) {
+  for (const [startMethod, close] of [
+    ['thread', false],
+    ['thread', true],
+    ['spawn', false],
+  ] as const) {
     test(`a bounded queue${close ? ' closed by its producer' : ''} whose ${startMethod === 'thread' ? 'thread' : 'process'} exits with messages unsent gets their slots back`, async () => {
       const q = new mp.Queue<{ k: number }>({ maxsize: 1000 });
       await mp.startProcesses(target('putManyThenExit'), { args: [q, close], startMethod });
@@ -442,7 +456,10 @@ describe('waiting keeps the owner alive (NOTE [Waiting keeps the owner alive])',
     (() => {
       const q = new mp.Queue<number>();
       ref = new WeakRef(q);
-      q.get().then((v) => settled.push(`got ${v}`), (e) => settled.push(`get ${e.code}`));
+      q.get().then(
+        (v) => settled.push(`got ${v}`),
+        (e) => settled.push(`get ${e.code}`),
+      );
     })();
     await collectGarbage();
     const q = ref.deref();
@@ -479,6 +496,9 @@ describe('construction that fails half-way', () => {
       }
     }
     await collectGarbage(); // nothing may depend on the collector: this only rules it out as the reason
-    assert.deepEqual([...openFds().keys()].filter((fd) => !before.has(fd)), []);
+    assert.deepEqual(
+      [...openFds().keys()].filter((fd) => !before.has(fd)),
+      [],
+    );
   });
 });

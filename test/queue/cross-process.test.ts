@@ -30,7 +30,10 @@ for (const strategy of STRATEGIES) {
         assert.equal(x.isShared(), true, 'put moves a tensor into shared memory');
         await mp.startProcesses(target('simpleFill'), { args: [q, e, strategy], startMethod });
         assert.equal(await e.wait(10_000), true);
-        assert.deepEqual(data[0]!.toArray(), Array.from({ length: 5 }, () => [4, 4, 4, 4, 4]));
+        assert.deepEqual(
+          data[0]!.toArray(),
+          Array.from({ length: 5 }, () => [4, 4, 4, 4, 4]),
+        );
         assert.deepEqual(data[1]!.toArray(), [4, 4, 4, 4, 4]);
         q.close();
         e.close();
@@ -44,7 +47,10 @@ for (const strategy of STRATEGIES) {
         const ctx = await mp.startProcesses(target('sendTensor'), { args: [q, e, strategy], startMethod, join: false });
         const t1 = await q.get();
         const t2 = await q.get();
-        assert.deepEqual(t1.toArray(), Array.from({ length: 5 }, () => [1, 1, 1, 1, 1]));
+        assert.deepEqual(
+          t1.toArray(),
+          Array.from({ length: 5 }, () => [1, 1, 1, 1, 1]),
+        );
         assert.equal(t1.storage, t2.storage);
         t1.release();
         e.set();
@@ -55,7 +61,11 @@ for (const strategy of STRATEGIES) {
 
       test('preserve sharing: a storage and views of it come back over one storage (torch test_preserve_sharing)', async () => {
         mp.setSharingStrategy(strategy);
-        const x = mp.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]]);
+        const x = mp.tensor([
+          [1, 2, 3],
+          [4, 5, 6],
+          [7, 8, 9],
+        ]);
         const data = [x.storage, x, x.select(0, 2), x.select(1, 1)] as const;
         const q = new mp.Queue();
         const back = new mp.Queue<typeof data>();
@@ -80,7 +90,10 @@ for (const strategy of STRATEGIES) {
         const t = mp.zeros([4, 4]);
         await mp.startProcesses(target('fillArg'), { args: [t, 7], startMethod, nprocs: 2 });
         assert.equal(t.isShared(), true);
-        assert.deepEqual(t.toArray(), Array.from({ length: 4 }, () => [7, 7, 7, 7]));
+        assert.deepEqual(
+          t.toArray(),
+          Array.from({ length: 4 }, () => [7, 7, 7, 7]),
+        );
         t.release();
       });
 
@@ -209,12 +222,18 @@ describe('/dev/shm', () => {
     const t = mp.zeros([4], { dtype: 'float64' });
     await q.put(t.storage);
     t.release();
-    assert.ok(shmSegments().some((n) => !before.has(n)), 'a segment name exists while the message is queued');
+    assert.ok(
+      shmSegments().some((n) => !before.has(n)),
+      'a segment name exists while the message is queued',
+    );
     const s = await q.get();
     assert.equal(s.nbytes, 32);
     s.release();
     mp.emptyCache();
-    assert.deepEqual(shmSegments().filter((n) => !before.has(n)), []);
+    assert.deepEqual(
+      shmSegments().filter((n) => !before.has(n)),
+      [],
+    );
     q.close();
   });
 
@@ -224,7 +243,10 @@ describe('/dev/shm', () => {
     const q = new mp.Queue<mp.Tensor>();
     const t = mp.zeros([1024]);
     await q.put(t);
-    assert.deepEqual(shmSegments().filter((n) => !before.has(n)), []);
+    assert.deepEqual(
+      shmSegments().filter((n) => !before.has(n)),
+      [],
+    );
     (await q.get()).release();
     q.close();
   });

@@ -50,11 +50,15 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
     const ms = await waitFor(() => {
       const m = segmentMemory();
       now = { fds: openFds().size, mapped: m.mapped, resident: m.resident, names: shmSegments().length };
-      return within(now.fds, start.fds) && within(now.mapped, start.mapped) && within(now.resident, start.resident) && now.names <= start.names;
+      return (
+        within(now.fds, start.fds) && within(now.mapped, start.mapped) && within(now.resident, start.resident) && now.names <= start.names
+      );
     }, 15_000).catch((e: Error) => {
       throw new Error(`${e.message}: at the start ${JSON.stringify(start)}, now ${JSON.stringify(now)}`);
     });
-    t.diagnostic(`back within 1% ${ms.toFixed(0)} ms after the last kill: at the start ${JSON.stringify(start)}, then ${JSON.stringify(now)}`);
+    t.diagnostic(
+      `back within 1% ${ms.toFixed(0)} ms after the last kill: at the start ${JSON.stringify(start)}, then ${JSON.stringify(now)}`,
+    );
     q.close();
     ready.close();
   });
@@ -72,7 +76,10 @@ test('a producer under a 256-descriptor limit goes on while its consumer holds 6
     execFileSync('prlimit', ['--pid', String(ctx.pids()[0]), '--nofile=256:256']);
     await ctl.put('go');
     for (let k = 0; k < n; k++) got.push(await q.get({ timeout: 20_000 }));
-    assert.deepEqual(got.map((x) => x.get(0)), Array.from({ length: n }, (_, k) => k));
+    assert.deepEqual(
+      got.map((x) => x.get(0)),
+      Array.from({ length: n }, (_, k) => k),
+    );
     assert.deepEqual(await out.get(), { sent: n });
     assert.equal(await ctx.join(), true);
   } finally {

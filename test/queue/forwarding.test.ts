@@ -40,7 +40,10 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
     const { back, warnings } = await roundTrip(buffers, 24);
     const same = back.filter((t, k) => t.storage === buffers[k]!.storage).length;
     assert.equal(same, 400, `${400 - same} came back as copies`);
-    assert.deepEqual(back.map((t) => t.get(1023)), buffers.map((_, k) => k));
+    assert.deepEqual(
+      back.map((t) => t.get(1023)),
+      buffers.map((_, k) => k),
+    );
     assert.deepEqual(warnings, []);
     for (const t of buffers) t.release();
   });
@@ -59,7 +62,11 @@ test('file_descriptor: a receiver that holds more than it keeps descriptors for 
   const same = result.back.map((t, k) => t.storage === buffers[k]!.storage);
   // The four it received last kept their descriptors; the six before were closed.
   assert.deepEqual(same, [false, false, false, false, false, false, true, true, true, true]);
-  assert.deepEqual(result.back.map((t) => t.get(0)), buffers.map((_, k) => k), 'the copies hold the data');
+  assert.deepEqual(
+    result.back.map((t) => t.get(0)),
+    buffers.map((_, k) => k),
+    'the copies hold the data',
+  );
   assert.deepEqual(result.warnings, [{ code: 'ERR_TP_FORWARD_COPY' }], 'announced once');
   for (const t of [...buffers, ...result.back]) t.release();
 });

@@ -30,7 +30,10 @@ describe('tensor()', () => {
   test('an array that contains itself is ERR_TP_INVALID_SHAPE, not an endless loop', () => {
     const a: unknown[] = [1];
     a[0] = a;
-    assert.throws(() => mp.tensor(a), (e: any) => isCoded(mp.InvalidShapeError, 'ERR_TP_INVALID_SHAPE')(e) && /contains itself/.test(e.message));
+    assert.throws(
+      () => mp.tensor(a),
+      (e: any) => isCoded(mp.InvalidShapeError, 'ERR_TP_INVALID_SHAPE')(e) && /contains itself/.test(e.message),
+    );
   });
 
   test('10,000 levels of nesting are ERR_TP_INVALID_SHAPE, not a bare RangeError', () => {
@@ -40,7 +43,10 @@ describe('tensor()', () => {
 
   test('a revoked Proxy, as the data or inside it, is ERR_TP_INVALID_ARGUMENT with the engine error as its cause', () => {
     for (const data of [revoked([]), [revoked([]), [1]], [[1], revoked([])]]) {
-      assert.throws(() => mp.tensor(data), (e: any) => invalid(e) && e.cause instanceof TypeError);
+      assert.throws(
+        () => mp.tensor(data),
+        (e: any) => invalid(e) && e.cause instanceof TypeError,
+      );
     }
   });
 
@@ -50,7 +56,10 @@ describe('tensor()', () => {
     assert.throws(() => mp.empty([2], { dtype: null as any }), isCoded(mp.InvalidDtypeError, 'ERR_TP_INVALID_DTYPE'));
     assert.throws(() => mp.tensor([1, 2], { dtype: null as any }), isCoded(mp.InvalidDtypeError, 'ERR_TP_INVALID_DTYPE'));
     assert.throws(() => mp.tensor([1], 'int64' as any), invalid);
-    assert.throws(() => mp.full([2], 1n), (e: any) => invalid(e) && /Number\(\)/.test(e.message));
+    assert.throws(
+      () => mp.full([2], 1n),
+      (e: any) => invalid(e) && /Number\(\)/.test(e.message),
+    );
     assert.throws(() => mp.full([2], 1n, { dtype: 'float16' }), invalid);
     assert.throws(() => mp.tensor([1, 2n]), invalid);
     assert.throws(() => mp.zeros([2]).fill(3n), invalid);
@@ -58,7 +67,13 @@ describe('tensor()', () => {
     assert.deepEqual(mp.full([2], 3n, { dtype: 'int64' }).toArray(), [3n, 3n]);
     assert.deepEqual(mp.tensor([1n, 2]).toArray(), [1n, 2n]);
     assert.deepEqual(mp.tensor([0n, 2n], { dtype: 'bool' }).toArray(), [false, true]);
-    assert.deepEqual(mp.zeros([2]).copy(mp.tensor([5n, 6n])).toArray(), [5, 6]);
+    assert.deepEqual(
+      mp
+        .zeros([2])
+        .copy(mp.tensor([5n, 6n]))
+        .toArray(),
+      [5, 6],
+    );
     assert.deepEqual(mp.empty([1], { shared: false }).shape, [1]);
   });
 });
@@ -144,10 +159,34 @@ describe('a loop of operations that complete at once lets the event loop turn', 
     const t = mp.zeros([4], { shared: true });
     try {
       for (const [what, step] of [
-        ['Queue', async () => { await q.put(1); await q.get(); }],
-        ['Queue of a tensor', async () => { await q.put(t as any); await q.get(); }], // received in the process that sent it: the same storage
-        ['SimpleQueue', async () => { await sq.put(1); await sq.get(); }],
-        ['Pipe', async () => { await a.send(1); await b.recv(); }],
+        [
+          'Queue',
+          async () => {
+            await q.put(1);
+            await q.get();
+          },
+        ],
+        [
+          'Queue of a tensor',
+          async () => {
+            await q.put(t as any);
+            await q.get();
+          },
+        ], // received in the process that sent it: the same storage
+        [
+          'SimpleQueue',
+          async () => {
+            await sq.put(1);
+            await sq.get();
+          },
+        ],
+        [
+          'Pipe',
+          async () => {
+            await a.send(1);
+            await b.recv();
+          },
+        ],
       ] as const) {
         const n = await spin(step);
         assert.ok(n < BOUND, `${what}: the timer did not fire in ${n} iterations`);

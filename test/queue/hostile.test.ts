@@ -104,7 +104,8 @@ test('garbage gives back no slot of a bounded queue: maxsize still holds after i
   try {
     // Frames of an unknown kind (0xff), with and without a descriptor: each reaches the
     // decoder (unlike an empty or oversized datagram, refused before it).
-    for (let k = 0; k < 5; k++) await ask(peer, k % 2 ? { cmd: 'bytes', hex: 'ff01' + '00'.repeat(k) } : { cmd: 'bytesWithFd', hex: 'ff01' });
+    for (let k = 0; k < 5; k++)
+      await ask(peer, k % 2 ? { cmd: 'bytes', hex: `ff01${'00'.repeat(k)}` } : { cmd: 'bytesWithFd', hex: 'ff01' });
     for (let k = 0; k < 5; k++) await assert.rejects(q.get({ timeout: 10_000 }), isCoded(mp.FrameDecodeError, 'ERR_TP_BAD_FRAME'));
     await q.put(1, { timeout: 10_000 });
     await q.put(2, { timeout: 10_000 });

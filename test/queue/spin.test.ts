@@ -33,7 +33,11 @@ describe('addon.spinWhile', () => {
         await exited;
       }
       assert.equal(addon.spinWhile(state.mapping, 8, Atomics.load(w, 2), 500), false, 'a word nobody moves: false after the bound');
-      assert.equal(addon.spinWhile(state.mapping, 8, Atomics.load(w, 2) + 1, 500), true, 'a word already away from `expected`: true at once');
+      assert.equal(
+        addon.spinWhile(state.mapping, 8, Atomics.load(w, 2) + 1, 500),
+        true,
+        'a word already away from `expected`: true at once',
+      );
     } finally {
       state.close();
     }
@@ -81,8 +85,14 @@ describe('GetSpin', () => {
       const s = SharedWords.create(); const g = new GetSpin(s.words, s.mapping);
       let armed = 0; for (let i = 0; i < 10; i++) if (g.arm() !== null) armed++;
       s.close(); console.log(armed);`;
-    for (const [env, want] of [['0', '0'], ['200', '10']] as const) {
-      const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { env: { ...process.env, TENSORPROC_SPIN_US: env }, encoding: 'utf8' });
+    for (const [env, want] of [
+      ['0', '0'],
+      ['200', '10'],
+    ] as const) {
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+        env: { ...process.env, TENSORPROC_SPIN_US: env },
+        encoding: 'utf8',
+      });
       assert.equal(r.status, 0, r.stderr);
       assert.equal(r.stdout.trim(), want, `TENSORPROC_SPIN_US=${env}`);
     }
@@ -93,8 +103,14 @@ describe('Queue get with the spin', () => {
   test('an empty queue still times out with QueueEmptyError naming the timeout given, and a put during a wait is received', async () => {
     const q = new mp.Queue<number>({ maxsize: 4 });
     try {
-      await assert.rejects(q.get({ timeout: 0.1 }), (e: unknown) => isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e) && /within 0\.1 ms/.test((e as Error).message));
-      await assert.rejects(q.get({ timeout: 20 }), (e: unknown) => isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e) && /within 20 ms/.test((e as Error).message));
+      await assert.rejects(
+        q.get({ timeout: 0.1 }),
+        (e: unknown) => isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e) && /within 0\.1 ms/.test((e as Error).message),
+      );
+      await assert.rejects(
+        q.get({ timeout: 20 }),
+        (e: unknown) => isCoded(mp.QueueEmptyError, 'ERR_TP_QUEUE_EMPTY')(e) && /within 20 ms/.test((e as Error).message),
+      );
       const got = q.get();
       await q.put(7);
       assert.equal(await got, 7);

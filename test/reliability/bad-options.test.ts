@@ -14,7 +14,8 @@ function revoked(): any {
   r.revoke();
   return r.proxy;
 }
-const refused = (e: any): true => isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT')(e) && (assert.ok(e.cause instanceof TypeError), true);
+const refused = (e: any): true =>
+  isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT')(e) && (assert.ok(e.cause instanceof TypeError), true);
 
 test('tensor factories refuse options that cannot be read', () => {
   assert.throws(() => mp.empty([2], revoked()), refused);
@@ -43,7 +44,10 @@ test('a bad value whose toString is not callable, or a revoked Proxy, is still n
   const hostile = (): any => ({ toString: 'x', valueOf: 1 });
   const q = new mp.Queue<number>();
   try {
-    await assert.rejects(q.put(1, { timeout: hostile() }), (e: any) => isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT')(e) && /\[object Object\]/.test(e.message));
+    await assert.rejects(
+      q.put(1, { timeout: hostile() }),
+      (e: any) => isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT')(e) && /\[object Object\]/.test(e.message),
+    );
     await assert.rejects(q.get({ timeout: revoked() }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
     assert.ok(q.empty());
   } finally {
@@ -52,7 +56,10 @@ test('a bad value whose toString is not callable, or a revoked Proxy, is still n
   assert.throws(() => new mp.Queue({ maxsize: hostile() }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
   assert.throws(() => new mp.Queue({ maxsize: revoked() }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
   assert.throws(() => mp.Pipe(hostile()), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
-  assert.throws(() => mp.spawn({ module: new URL(import.meta.url), export: 'none' }, { nprocs: hostile(), join: false }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+  assert.throws(
+    () => mp.spawn({ module: new URL(import.meta.url), export: 'none' }, { nprocs: hostile(), join: false }),
+    isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'),
+  );
 });
 
 test('describeValue, the helper of these messages, is not part of the public API', () => {
@@ -61,15 +68,20 @@ test('describeValue, the helper of these messages, is not part of the public API
 
 // The DataLoader's options named a bad value with String() too: a timeout (or shuffle,
 // numWorkers, startMethod) whose toString is not callable threw the engine's TypeError.
-test("DataLoader options whose value cannot be turned into a string are refused with a coded error naming it", () => {
+test('DataLoader options whose value cannot be turned into a string are refused with a coded error naming it', () => {
   const hostile = (): any => ({ toString: 'x', valueOf: 1 });
   const data = [1, 2, 3];
   for (const key of ['timeout', 'shuffle', 'numWorkers', 'startMethod']) {
     assert.throws(
       () => new mp.DataLoader(data, { [key]: hostile() }),
-      (e: any) => isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT')(e) && e.message.startsWith(key) && /\[object Object\]/.test(e.message),
+      (e: any) =>
+        isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT')(e) && e.message.startsWith(key) && /\[object Object\]/.test(e.message),
       key,
     );
-    assert.throws(() => new mp.DataLoader(data, { [key]: Object.create(null) }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'), key);
+    assert.throws(
+      () => new mp.DataLoader(data, { [key]: Object.create(null) }),
+      isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'),
+      key,
+    );
   }
 });

@@ -32,7 +32,11 @@ function frameNaming(t: mp.Tensor, name: string): { bytes: Uint8Array; realName:
   return { bytes: out, realName };
 }
 
-async function refusedThroughQueue(t: mp.Tensor, name: string, refusal: (e: unknown) => true = isCoded(mp.BadHandleError, 'ERR_TP_BAD_HANDLE')): Promise<void> {
+async function refusedThroughQueue(
+  t: mp.Tensor,
+  name: string,
+  refusal: (e: unknown) => true = isCoded(mp.BadHandleError, 'ERR_TP_BAD_HANDLE'),
+): Promise<void> {
   const q = new mp.SimpleQueue<unknown>();
   const own = encodeMessage(q);
   const sendFd = own.fds[0]!;
@@ -50,7 +54,9 @@ async function refusedThroughQueue(t: mp.Tensor, name: string, refusal: (e: unkn
 
 const fakeName = (): string => `/tensorproc_${process.pid}_${randomBytes(8).toString('hex')}`;
 
-test("a name of another user's file holding a copy of a segment is refused, and the file is left alone", { skip: process.getuid!() !== 0 && 'needs root (a file of another uid)' }, async () => {
+test("a name of another user's file holding a copy of a segment is refused, and the file is left alone", {
+  skip: process.getuid!() !== 0 && 'needs root (a file of another uid)',
+}, async () => {
   using t = mp.full([256], 3, { dtype: 'int32', shared: true });
   const { realName } = frameNaming(t, '/x');
   const name = fakeName();

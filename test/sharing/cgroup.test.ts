@@ -51,7 +51,9 @@ after(() => {
 checkLeaks();
 
 for (const strategy of ['file_descriptor', 'file_system'] as const) {
-  test(`${strategy}: in a 256 MiB cgroup v1, allocating past the limit is ERR_TP_SHM_FULL and the process lives`, { skip: v1 === null && 'no writable cgroup v1 memory hierarchy' }, async () => {
+  test(`${strategy}: in a 256 MiB cgroup v1, allocating past the limit is ERR_TP_SHM_FULL and the process lives`, {
+    skip: v1 === null && 'no writable cgroup v1 memory hierarchy',
+  }, async () => {
     // The peer puts itself into the cgroup before node starts, so that all it charges counts.
     const peer = startPeer(peerScript, [], { wrap: ['sh', '-c', `echo $$ > ${v1}/cgroup.procs && exec "$@"`, 'sh'] });
     try {
@@ -100,7 +102,10 @@ test('cgroup v1 from fixture files: the own cgroup and its ancestors, the tighte
   try {
     writeFileSync(join(root, 'cgroup'), '12:pids:/ci/job 1\n4:memory:/ci/job 1\n0::/\n');
     const point = join(root, 'memory').replaceAll(' ', '\\040');
-    writeFileSync(join(root, 'mountinfo'), [mountLine(30, '/', join(root, 'cpu'), 'cgroup', 'rw,cpu'), mountLine(31, '/', point, 'cgroup', 'rw,memory')].join('\n'));
+    writeFileSync(
+      join(root, 'mountinfo'),
+      [mountLine(30, '/', join(root, 'cpu'), 'cgroup', 'rw,cpu'), mountLine(31, '/', point, 'cgroup', 'rw,memory')].join('\n'),
+    );
     const cgroups = memoryCgroups({ procCgroup: join(root, 'cgroup'), mountinfo: join(root, 'mountinfo') });
     assert.deepEqual(cgroups, [
       { version: 1, dir: join(root, 'memory/ci/job 1') },

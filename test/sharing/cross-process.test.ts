@@ -77,8 +77,10 @@ test('file_descriptor: the identity hint only finds mappings this process has; a
 });
 
 test('a handle to a vanished segment is ERR_TP_SEGMENT_GONE; a lying handle ERR_TP_BAD_HANDLE', () => {
-  assert.throws(() => importStorage({ strategy: 'file_system', name: '/tensorproc_1_0000000000000000', offset: 0, nbytes: 4 }, null),
-    isCoded(mp.SegmentGoneError, 'ERR_TP_SEGMENT_GONE'));
+  assert.throws(
+    () => importStorage({ strategy: 'file_system', name: '/tensorproc_1_0000000000000000', offset: 0, nbytes: 4 }, null),
+    isCoded(mp.SegmentGoneError, 'ERR_TP_SEGMENT_GONE'),
+  );
   const t = mp.empty([4], { shared: true });
   const { handle, fd } = exportStorage(t.storage);
   assert.throws(() => importStorage({ ...handle, nbytes: 1 << 30 }, addon.dup(fd!)), isCoded(mp.BadHandleError, 'ERR_TP_BAD_HANDLE'));
@@ -100,8 +102,10 @@ test('a refused handle to a parked segment drops its reference', () => {
   assert.equal(seg.refcount(), 1);
   // A message naming the parked segment but claiming more than it holds is refused...
   seg.retain();
-  assert.throws(() => importStorage({ strategy: 'file_descriptor', name: null, offset: 0, nbytes: seg.capacity + 1 }, addon.dup(seg.fd!)),
-    isCoded(mp.BadHandleError, 'ERR_TP_BAD_HANDLE'));
+  assert.throws(
+    () => importStorage({ strategy: 'file_descriptor', name: null, offset: 0, nbytes: seg.capacity + 1 }, addon.dup(seg.fd!)),
+    isCoded(mp.BadHandleError, 'ERR_TP_BAD_HANDLE'),
+  );
   // ...and its reference does not stay behind, pinning the segment
   assert.equal(seg.refcount(), 1);
   t.release();

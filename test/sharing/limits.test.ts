@@ -15,7 +15,9 @@ const peerScript = fixture(import.meta.url, 'peer.js');
 const canUnshare = spawnSync('unshare', ['-m', 'true']).status === 0;
 const smallShm = (kib: number) => ['unshare', '-m', 'sh', '-c', `mount -t tmpfs -o size=${kib}k tmpfs /dev/shm && exec "$@"`, 'sh'];
 
-test('a segment bigger than the free /dev/shm is ERR_TP_SHM_FULL, with nothing left behind', { skip: !canUnshare && 'needs unshare -m (root)' }, async () => {
+test('a segment bigger than the free /dev/shm is ERR_TP_SHM_FULL, with nothing left behind', {
+  skip: !canUnshare && 'needs unshare -m (root)',
+}, async () => {
   const peer = startPeer(peerScript, [], { wrap: smallShm(512) });
   try {
     // 600 KiB: below the up-front room check, so the kernel's ENOSPC from fallocate is what
@@ -88,7 +90,11 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
       t.diagnostic(`after 100 cycles: ${r.segments} segment(s) mapped, ${r.mapped} bytes mapped, ${r.resident} resident`);
       assert.ok(r.resident <= (16 << 20) + 4096 && r.mapped <= (16 << 20) + 4096, JSON.stringify(r));
       peer.send({ cmd: 'ls' });
-      assert.deepEqual((await peer.next()).shm.filter((n: string) => n.startsWith('tensorproc_')), [], 'no name left');
+      assert.deepEqual(
+        (await peer.next()).shm.filter((n: string) => n.startsWith('tensorproc_')),
+        [],
+        'no name left',
+      );
       peer.send({ cmd: 'exit' });
       assert.equal((await peer.exited).code, 0);
     } finally {
@@ -97,7 +103,9 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
   });
 }
 
-test('a full /dev/shm is usable again once its tensors are released and the cache emptied (no collection needed)', { skip: !canUnshare && 'needs unshare -m (root)' }, async () => {
+test('a full /dev/shm is usable again once its tensors are released and the cache emptied (no collection needed)', {
+  skip: !canUnshare && 'needs unshare -m (root)',
+}, async () => {
   const peer = startPeer(peerScript, [], { wrap: smallShm(64 << 10) });
   try {
     peer.send({ cmd: 'fillTwice', strategy: 'file_system', elements: 1 << 20, max: 100 }); // 4 MiB each

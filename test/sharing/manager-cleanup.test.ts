@@ -194,7 +194,10 @@ test('a sender exits cleanly with a message in flight, then the last user is SIG
   const ms = await killAndWait(b, [name]);
   t.diagnostic(`removed ${ms.toFixed(1)} ms after the last user's SIGKILL (crash grace 1000 ms; the clean grace, 2000 ms, had just begun)`);
   await waitFor(() => readFileSync(log, 'latin1').includes(`removed ${name}: `)); // written just after the unlink
-  assert.match(readFileSync(log, 'latin1'), new RegExp(`removed ${name}: 1 reference\\(s\\) in flight, and the last process that could take them was killed`));
+  assert.match(
+    readFileSync(log, 'latin1'),
+    new RegExp(`removed ${name}: 1 reference\\(s\\) in flight, and the last process that could take them was killed`),
+  );
 });
 
 test('names left by a process killed while no manager ran are swept when one starts', async (t) => {
@@ -232,7 +235,9 @@ test('segments held by worker threads: a thread that ends leaves the others; the
 // A name alone proves nothing: anyone can make /dev/shm/tensorproc_<pid>_… (a manager running
 // as root could open and remove every user's). Only regular files of the manager's own uid
 // that are (or were becoming) tensorproc segments are removed.
-test('a dead holder: files named like its segments but of another user, not regular, or not segments are left alone', { skip: process.getuid!() !== 0 && 'needs root (files of another uid)' }, async () => {
+test('a dead holder: files named like its segments but of another user, not regular, or not segments are left alone', {
+  skip: process.getuid!() !== 0 && 'needs root (files of another uid)',
+}, async () => {
   const a = holder();
   const { names } = await ask(a, { cmd: 'create', count: 1, size: 16 });
   managers.add((await ask(a, { cmd: 'ready' })).manager);

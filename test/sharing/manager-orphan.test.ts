@@ -13,7 +13,7 @@ import { env, exists, waitFor, waitWithLog } from './fixtures/manager-harness.js
 
 checkLeaks();
 
-test("a child that outlives its SIGKILLed parent for a moment and exits cleanly: its messages in flight get the crash grace", async () => {
+test('a child that outlives its SIGKILLed parent for a moment and exits cleanly: its messages in flight get the crash grace', async () => {
   const parent = startPeer(fixture(new URL('./x', import.meta.url), 'orphan-parent.js'), [], { env: env() });
   const { child, names } = await parent.next();
   try {
@@ -27,7 +27,13 @@ test("a child that outlives its SIGKILLed parent for a moment and exits cleanly:
     await waitWithLog(() => !names.some(exists) && removedAll(read()));
     const log = read();
     assert.match(log, new RegExp(`swept after pid ${child} died`), 'judged as killed, not as a process that left');
-    for (const n of names) assert.match(log, new RegExp(`removed ${n}: 1 reference\\(s\\) in flight (were not taken within 1000 ms of its holders' death|, and the last process that could take them was killed)`));
+    for (const n of names)
+      assert.match(
+        log,
+        new RegExp(
+          `removed ${n}: 1 reference\\(s\\) in flight (were not taken within 1000 ms of its holders' death|, and the last process that could take them was killed)`,
+        ),
+      );
   } finally {
     if (running(child)) process.kill(child, 'SIGKILL');
   }

@@ -40,7 +40,9 @@ test('a process killed after connecting and before the manager accepted it: the 
     // one without the other.
     const why = `pid ${pid} was gone when its connection was accepted: 1 name(s) it created judged`;
     await waitFor(() => createdBy(pid).length === 0 && logged(log, why)).catch(() => {
-      assert.fail(`names of ${pid} left: [${createdBy(pid).join(', ')}]; the manager's log:\n${existsSync(log) ? readFileSync(log, 'utf8') : '(none)'}`);
+      assert.fail(
+        `names of ${pid} left: [${createdBy(pid).join(', ')}]; the manager's log:\n${existsSync(log) ? readFileSync(log, 'utf8') : '(none)'}`,
+      );
     });
     await ask(a, { cmd: 'release' });
   } finally {

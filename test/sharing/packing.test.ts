@@ -40,10 +40,16 @@ test('small storages are aligned pieces of one slab, each buffer exactly its byt
   assert.ok(PACK_BYTES >= 64 && PACK_BYTES < 1024, `PACK_BYTES ${PACK_BYTES}`);
   const ts = [small(0), mp.full([3], 1, { shared: true, dtype: 'uint8' }), small(2), mp.full([PACK_BYTES / 4], 3, { shared: true })];
   const seg = segmentOf(ts[0]!);
-  assert.ok(ts.every((t) => segmentOf(t) === seg), 'one slab');
+  assert.ok(
+    ts.every((t) => segmentOf(t) === seg),
+    'one slab',
+  );
   const offsets = ts.map((t) => (t.storage.backing as Lease).offset);
   assert.deepEqual(offsets, [0, 64, 128, 192]);
-  assert.deepEqual(ts.map((t) => t.storage.buffer.byteLength), [64, 3, 64, PACK_BYTES]);
+  assert.deepEqual(
+    ts.map((t) => t.storage.buffer.byteLength),
+    [64, 3, 64, PACK_BYTES],
+  );
   // A write through one piece's buffer, to its last byte, leaves its neighbours alone.
   new Uint8Array(ts[1]!.storage.buffer).fill(9);
   assert.deepEqual(ts[1]!.toArray(), [9, 9, 9]);
@@ -119,7 +125,10 @@ for (const strategy of STRATEGIES) {
     const slab = segmentOf(first);
     const all = [first];
     while (all.length < SLAB_BYTES / PIECE_ALIGN) all.push(small(all.length));
-    assert.ok(all.every((t) => segmentOf(t) === slab), 'the slab holds them all');
+    assert.ok(
+      all.every((t) => segmentOf(t) === slab),
+      'the slab holds them all',
+    );
     const [p0, p1, p2] = all as [mp.Tensor, mp.Tensor, mp.Tensor];
     for (const t of all.slice(3)) t.release();
     const q = new mp.Queue<mp.Tensor | number>();
@@ -128,7 +137,12 @@ for (const strategy of STRATEGIES) {
     try {
       for (const t of [p0, p1, p2, p0]) await q.put(t);
       const r = (await out.get()) as PiecesReport;
-      assert.deepEqual(r, { distinct: true, sameSegment: true, again: true, values: [Array(16).fill(0), Array(16).fill(1), Array(16).fill(2)] });
+      assert.deepEqual(r, {
+        distinct: true,
+        sameSegment: true,
+        again: true,
+        values: [Array(16).fill(0), Array(16).fill(1), Array(16).fill(2)],
+      });
       assert.equal(await out.get(), 1);
       assert.deepEqual(p1.toArray(), Array(16).fill(100), "the receiver's write is in the sender's memory");
       assert.deepEqual([p0.toArray(), p2.toArray()], [Array(16).fill(0), Array(16).fill(2)], 'its neighbours are untouched');
@@ -181,7 +195,10 @@ for (const strategy of STRATEGIES) {
       const slabsNeeded = Math.ceil(n / (SLAB_BYTES / PIECE_ALIGN));
       assert.equal(r.bad, 0, `${r.bad} tensors arrived wrong`);
       assert.equal(r.storages, n, 'every tensor its own storage');
-      assert.ok(r.segments >= slabsNeeded && r.segments <= slabsNeeded + 2, `they lie in ${r.segments} segments (${slabsNeeded} slabs needed)`);
+      assert.ok(
+        r.segments >= slabsNeeded && r.segments <= slabsNeeded + 2,
+        `they lie in ${r.segments} segments (${slabsNeeded} slabs needed)`,
+      );
       assert.ok(r.mapped < slabsNeeded + 50, `the receiver maps ${r.mapped} segments`);
       assert.ok(r.fds < 200, `the receiver holds ${r.fds} descriptors`);
       assert.ok(slabs.opened - opened <= slabsNeeded + 2, `the producer opened ${slabs.opened - opened} slabs`);

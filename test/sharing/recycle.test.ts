@@ -32,7 +32,10 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
       assert.equal(segmentCache.created, created);
       const z = mp.zeros([1000], { shared: true });
       assert.equal(segmentOf(z), seg);
-      assert.ok((z.data as Float32Array).every((x) => x === 0), 'zeros() clears a recycled segment');
+      assert.ok(
+        (z.data as Float32Array).every((x) => x === 0),
+        'zeros() clears a recycled segment',
+      );
       z.release();
     } finally {
       mp.setSharingStrategy('file_descriptor');
@@ -76,7 +79,10 @@ test('zeros() writes a recycled segment, and leaves a segment just made (the ker
   const b = mp.zeros([3000], { shared: true });
   assert.equal(segmentOf(b), seg, 'recycled');
   assert.equal((b.storage.backing as Lease).zeroed, false);
-  assert.ok((b.toArray() as number[]).every((x) => x === 0), 'the old 7s are gone');
+  assert.ok(
+    (b.toArray() as number[]).every((x) => x === 0),
+    'the old 7s are gone',
+  );
   b.release();
 });
 

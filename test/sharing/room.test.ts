@@ -21,15 +21,19 @@ function readingsOf(fn: () => void): number {
 }
 
 test('1 MiB checks in a row share a reading; below 1 MiB none is taken', () => {
-  assert.equal(readingsOf(() => checkRoom('file_descriptor', MiB - 1)), 0);
+  assert.equal(
+    readingsOf(() => checkRoom('file_descriptor', MiB - 1)),
+    0,
+  );
   // A reading older than READING_MS is taken again, so a pair may straddle that: one of a few
   // pairs checked back to back shares one.
   let shared = false;
   for (let k = 0; k < 10 && !shared; k++) {
-    shared = readingsOf(() => {
-      checkRoom('file_descriptor', MiB);
-      checkRoom('file_descriptor', MiB);
-    }) <= 1;
+    shared =
+      readingsOf(() => {
+        checkRoom('file_descriptor', MiB);
+        checkRoom('file_descriptor', MiB);
+      }) <= 1;
   }
   assert.ok(shared, 'two 1 MiB checks back to back took a reading each, ten times over');
 });
@@ -38,23 +42,35 @@ test('what might not fit is checked against a fresh reading: beyond memory, past
   checkRoom('file_descriptor', MiB);
   // Beyond any machine: refused each time, each time read afresh.
   for (let k = 0; k < 3; k++) {
-    assert.equal(readingsOf(() => assert.throws(() => checkRoom('file_descriptor', 2 ** 52), isCoded(ShmFullError, 'ERR_TP_SHM_FULL'))), 1);
+    assert.equal(
+      readingsOf(() => assert.throws(() => checkRoom('file_descriptor', 2 ** 52), isCoded(ShmFullError, 'ERR_TP_SHM_FULL'))),
+      1,
+    );
   }
   // Over half of what is available (the machine's; a cgroup may allow less, then it is refused): read.
   const avail = Number(/^MemAvailable:\s+(\d+) kB$/m.exec(readFileSync('/proc/meminfo', 'latin1'))![1]) * 1024;
   checkRoom('file_descriptor', MiB);
-  assert.equal(readingsOf(() => {
-    try {
-      checkRoom('file_descriptor', Math.ceil(avail * 0.6));
-    } catch (e) {
-      assert.ok(e instanceof ShmFullError, String(e));
-    }
-  }), 1);
+  assert.equal(
+    readingsOf(() => {
+      try {
+        checkRoom('file_descriptor', Math.ceil(avail * 0.6));
+      } catch (e) {
+        assert.ok(e instanceof ShmFullError, String(e));
+      }
+    }),
+    1,
+  );
   // A file_descriptor reading does not know /dev/shm: the first file_system check reads.
   checkRoom('file_descriptor', MiB);
-  assert.equal(readingsOf(() => checkRoom('file_system', MiB)), 1);
+  assert.equal(
+    readingsOf(() => checkRoom('file_system', MiB)),
+    1,
+  );
   // An old reading is not used.
   checkRoom('file_descriptor', MiB);
   await sleep(READING_MS + 10);
-  assert.equal(readingsOf(() => checkRoom('file_descriptor', MiB)), 1);
+  assert.equal(
+    readingsOf(() => checkRoom('file_descriptor', MiB)),
+    1,
+  );
 });

@@ -33,7 +33,10 @@ test('the strategies, the default and setSharingStrategy', () => {
 test('an unknown strategy is a TypeError listing the valid names', () => {
   assert.throws(
     () => mp.setSharingStrategy('shared_memory' as mp.SharingStrategy),
-    (e: any) => isCoded(mp.InvalidStrategyError, 'ERR_TP_INVALID_STRATEGY')(e) && e instanceof TypeError && /'file_descriptor', 'file_system'/.test(e.message),
+    (e: any) =>
+      isCoded(mp.InvalidStrategyError, 'ERR_TP_INVALID_STRATEGY')(e) &&
+      e instanceof TypeError &&
+      /'file_descriptor', 'file_system'/.test(e.message),
   );
 });
 

@@ -23,7 +23,10 @@ describe('Barrier in one process', () => {
     for (let round = 1; round <= 3; round++) {
       const indices = await Promise.all([0, 1, 2].map(() => b.wait().then((i) => ({ i, actions }))));
       assert.deepEqual(indices.map((x) => x.i).sort(), [0, 1, 2]);
-      assert.ok(indices.every((x) => x.actions === round), 'the action ran before every party was released');
+      assert.ok(
+        indices.every((x) => x.actions === round),
+        'the action ran before every party was released',
+      );
     }
     assert.equal(b.nWaiting, 0);
     assert.equal(b.broken, false);
@@ -52,22 +55,28 @@ describe('Barrier in one process', () => {
     assert.equal(b.broken, true);
     b.reset();
     const t = new mp.Barrier(2, { timeout: 20 });
-    await assert.rejects(t.wait(), broken, 'the barrier\'s default timeout');
+    await assert.rejects(t.wait(), broken, "the barrier's default timeout");
   });
 
   test('an action that throws breaks the barrier; the last party gets its error', async () => {
-    const b = new mp.Barrier(2, { action: () => { throw new Error('boom'); } });
+    const b = new mp.Barrier(2, {
+      action: () => {
+        throw new Error('boom');
+      },
+    });
     const first = b.wait();
     await assert.rejects(b.wait(), /boom/);
     await assert.rejects(first, broken);
   });
 
   test('bad input is coded', async () => {
-    for (const bad of [0, -1, 1.5, '4', 2 ** 21]) throwsCoded(() => new mp.Barrier(bad as number), mp.InvalidCountError, 'ERR_TP_INVALID_COUNT');
+    for (const bad of [0, -1, 1.5, '4', 2 ** 21])
+      throwsCoded(() => new mp.Barrier(bad as number), mp.InvalidCountError, 'ERR_TP_INVALID_COUNT');
     throwsCoded(() => new mp.Barrier(2, { timeout: -1 }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
     throwsCoded(() => new mp.Barrier(2, { timeout: 'soon' as never }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
     const b = new mp.Barrier(2);
-    for (const bad of ['soon', NaN, -1]) await assert.rejects(b.wait(bad as number), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+    for (const bad of ['soon', NaN, -1])
+      await assert.rejects(b.wait(bad as number), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
     assert.equal(b.nWaiting, 0, 'a refused wait does not arrive');
     assert.equal(b.broken, false);
     throwsCoded(() => new mp.Barrier(2, { action: 5 as never }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');

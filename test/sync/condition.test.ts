@@ -23,8 +23,12 @@ describe('Condition in one process', () => {
     await c.acquire();
     throwsCoded(() => c.notify(-1), mp.InvalidCountError, 'ERR_TP_INVALID_COUNT');
     throwsCoded(() => c.notify(0.5), mp.InvalidCountError, 'ERR_TP_INVALID_COUNT');
-    for (const bad of [-5, 'soon', NaN]) await assert.rejects(c.wait(bad as number), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
-    await assert.rejects(c.waitFor(() => false, 'soon' as never), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+    for (const bad of [-5, 'soon', NaN])
+      await assert.rejects(c.wait(bad as number), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+    await assert.rejects(
+      c.waitFor(() => false, 'soon' as never),
+      isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'),
+    );
     assert.equal(c.getLock().locked(), true, 'a refused wait keeps the lock');
     await assert.rejects(c.waitFor(42 as never), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
     c.release();
@@ -75,7 +79,7 @@ describe('Condition in one process', () => {
     assert.deepEqual(await inTurn(c, [a, b]), [true, true]);
   });
 
-  test('waitFor() returns the predicate\'s value once it holds', async () => {
+  test("waitFor() returns the predicate's value once it holds", async () => {
     const c = new mp.Condition();
     let ready = 0;
     await c.acquire();

@@ -143,9 +143,10 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
         for (const lock of [new mp.Lock(), new mp.RLock()]) {
           const ready = new mp.Event();
           const go = new mp.Event();
-          const ctx = startMethod === 'spawn'
-            ? mp.startProcesses(target('holdAndHang'), { args: [lock, ready], join: false })
-            : mp.startProcesses(target('holdThenExit'), { args: [lock, ready, go], startMethod, join: false });
+          const ctx =
+            startMethod === 'spawn'
+              ? mp.startProcesses(target('holdAndHang'), { args: [lock, ready], join: false })
+              : mp.startProcesses(target('holdThenExit'), { args: [lock, ready, go], startMethod, join: false });
           try {
             assert.equal(await ready.wait(20_000), true);
             assert.equal(lock.locked(), true);

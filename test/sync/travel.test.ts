@@ -47,7 +47,8 @@ describe('sync objects in messages', () => {
           const got = await back.get();
           assert.deepEqual([mine, got.index].sort(), [0, 1], 'one round of the barrier, both parties');
           assert.equal(got.same, true, 'one semaphore twice in a message arrives as one');
-          for (const k of ['rlock', 'sem', 'bsem', 'cond', 'barrier', 'arr'] as const) assert.equal(got[k], sent[k], `${k} comes back as the very object`);
+          for (const k of ['rlock', 'sem', 'bsem', 'cond', 'barrier', 'arr'] as const)
+            assert.equal(got[k], sent[k], `${k} comes back as the very object`);
           assert.equal(got.cond.getLock(), sent.cond.getLock());
           assert.equal(await ctx.join(), true);
           assert.equal(sent.rlock.locked(), false, 'the child let go of every level of the RLock');

@@ -16,9 +16,21 @@ const target = (name: string) => ({ module: targets, export: name });
 describe('Value', () => {
   test('typecodes map to dtypes, as on 64-bit Linux', () => {
     const cases: [mp.Typecode, string, mp.Scalar][] = [
-      ['b', 'int8', -3], ['B', 'uint8', 250], ['h', 'int16', -300], ['H', 'uint16', 60000], ['i', 'int32', -7], ['I', 'uint32', 4e9],
-      ['l', 'int64', -5n], ['L', 'uint64', 5n], ['q', 'int64', 2n ** 40n], ['Q', 'uint64', 2n ** 63n], ['f', 'float32', 0.5], ['d', 'float64', 0.1], ['?', 'bool', true],
-      ['float16', 'float16', 1.5], ['bfloat16', 'bfloat16', 2],
+      ['b', 'int8', -3],
+      ['B', 'uint8', 250],
+      ['h', 'int16', -300],
+      ['H', 'uint16', 60000],
+      ['i', 'int32', -7],
+      ['I', 'uint32', 4e9],
+      ['l', 'int64', -5n],
+      ['L', 'uint64', 5n],
+      ['q', 'int64', 2n ** 40n],
+      ['Q', 'uint64', 2n ** 63n],
+      ['f', 'float32', 0.5],
+      ['d', 'float64', 0.1],
+      ['?', 'bool', true],
+      ['float16', 'float16', 1.5],
+      ['bfloat16', 'bfloat16', 2],
     ];
     for (const [code, dtype, x] of cases) {
       const v = mp.Value(code, x);

@@ -17,7 +17,13 @@ const value = (dtype: mp.DType): mp.Scalar =>
 
 for (const dtype of DTYPES) {
   test(`${dtype}: a streamed fill writes exactly its elements`, () => {
-    for (const [n, from, to] of [[100_003, 0, 100_003], [100_003, 3, 99_990], [17, 1, 16], [1, 0, 1], [5, 2, 2]] as const) {
+    for (const [n, from, to] of [
+      [100_003, 0, 100_003],
+      [100_003, 3, 99_990],
+      [17, 1, 16],
+      [1, 0, 1],
+      [5, 2, 2],
+    ] as const) {
       const base = mp.zeros([n], { dtype, shared: n > 1000 });
       const streamed = fillStats.streamed;
       base.narrow(0, from, to - from).fill(value(dtype));
@@ -29,7 +35,8 @@ for (const dtype of DTYPES) {
       const zero = mp.zeros([1], { dtype }).data[0];
       const got = base.data as ArrayLike<unknown>;
       for (let i = 0; i < n; i++) {
-        if (got[i] !== (i >= from && i < to ? want : zero)) assert.fail(`${dtype} [${n}] fill of ${from}..${to}: element ${i} is ${String(got[i])}`);
+        if (got[i] !== (i >= from && i < to ? want : zero))
+          assert.fail(`${dtype} [${n}] fill of ${from}..${to}: element ${i} is ${String(got[i])}`);
       }
       base.release();
     }

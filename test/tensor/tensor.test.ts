@@ -31,24 +31,53 @@ describe('factories and dtypes', () => {
     for (const n of [1, 7, 4096, 1 << 20]) {
       globalThis.gc?.();
       const z = mp.zeros([n], { dtype: 'uint8' });
-      assert.ok((z.data as Uint8Array).every((b) => b === 0), `zeros([${n}]) is all zeros`);
+      assert.ok(
+        (z.data as Uint8Array).every((b) => b === 0),
+        `zeros([${n}]) is all zeros`,
+      );
     }
     // Each empty() owns its whole ArrayBuffer (Buffer.allocUnsafeSlow, never Buffer's shared pool).
     const a = mp.empty([3], { dtype: 'uint8' }).fill(1);
     const b = mp.empty([3], { dtype: 'uint8' }).fill(2);
     assert.notEqual(a.storage.buffer, b.storage.buffer);
     assert.equal(a.storage.buffer.byteLength, 3);
-    assert.deepEqual([a.toArray(), b.toArray()], [[1, 1, 1], [2, 2, 2]]);
-    const c = mp.tensor([1, 2, 3, 4, 5, 6], { shape: [2, 3] }).transpose(0, 1).clone();
-    assert.deepEqual(c.toArray(), [[1, 4], [2, 5], [3, 6]], 'clone() writes every element of its new memory');
+    assert.deepEqual(
+      [a.toArray(), b.toArray()],
+      [
+        [1, 1, 1],
+        [2, 2, 2],
+      ],
+    );
+    const c = mp
+      .tensor([1, 2, 3, 4, 5, 6], { shape: [2, 3] })
+      .transpose(0, 1)
+      .clone();
+    assert.deepEqual(
+      c.toArray(),
+      [
+        [1, 4],
+        [2, 5],
+        [3, 6],
+      ],
+      'clone() writes every element of its new memory',
+    );
   });
 
   test('all 13 dtypes store and read back', () => {
     const cases: [mp.DType, mp.Scalar, mp.Scalar][] = [
-      ['float32', 1.5, 1.5], ['float64', 1 / 3, 1 / 3], ['int8', -5, -5], ['uint8', 250, 250],
-      ['int16', -300, -300], ['uint16', 65000, 65000], ['int32', -7e8, -7e8], ['uint32', 4e9, 4e9],
-      ['int64', -(2n ** 40n), -(2n ** 40n)], ['uint64', 2n ** 63n, 2n ** 63n], ['bool', true, true],
-      ['float16', 0.333, 0.3330078125], ['bfloat16', 3.14159, 3.140625],
+      ['float32', 1.5, 1.5],
+      ['float64', 1 / 3, 1 / 3],
+      ['int8', -5, -5],
+      ['uint8', 250, 250],
+      ['int16', -300, -300],
+      ['uint16', 65000, 65000],
+      ['int32', -7e8, -7e8],
+      ['uint32', 4e9, 4e9],
+      ['int64', -(2n ** 40n), -(2n ** 40n)],
+      ['uint64', 2n ** 63n, 2n ** 63n],
+      ['bool', true, true],
+      ['float16', 0.333, 0.3330078125],
+      ['bfloat16', 3.14159, 3.140625],
     ];
     assert.equal(mp.DTYPES.length, 13);
     for (const [dtype, v, back] of cases) {
@@ -80,7 +109,13 @@ describe('factories and dtypes', () => {
     assert.equal(a[0], 9);
     const sub = mp.tensor(new Int32Array([1, 2, 3, 4]).subarray(1, 3));
     assert.deepEqual(sub.toArray(), [2, 3]);
-    assert.deepEqual(mp.tensor([[1, 2], [3, 4]]).shape, [2, 2]);
+    assert.deepEqual(
+      mp.tensor([
+        [1, 2],
+        [3, 4],
+      ]).shape,
+      [2, 2],
+    );
     assert.equal(mp.tensor([1n, 2n]).dtype, 'int64');
     assert.equal(mp.tensor([true, false]).dtype, 'bool');
     assert.equal(mp.tensor(new Uint16Array(2), { dtype: 'bfloat16' }).dtype, 'bfloat16');
@@ -90,7 +125,11 @@ describe('factories and dtypes', () => {
 });
 
 describe('views share storage', () => {
-  const base = () => mp.tensor(Float32Array.from({ length: 24 }, (_, i) => i), { shape: [2, 3, 4] });
+  const base = () =>
+    mp.tensor(
+      Float32Array.from({ length: 24 }, (_, i) => i),
+      { shape: [2, 3, 4] },
+    );
 
   test('select, narrow, transpose, view, reshape', () => {
     const t = base();
@@ -98,7 +137,10 @@ describe('views share storage', () => {
     assert.deepEqual(s.shape, [2, 4]);
     assert.deepEqual(s.stride, [12, 1]);
     assert.equal(s.offset, 8);
-    assert.deepEqual(s.toArray(), [[8, 9, 10, 11], [20, 21, 22, 23]]);
+    assert.deepEqual(s.toArray(), [
+      [8, 9, 10, 11],
+      [20, 21, 22, 23],
+    ]);
     const n = t.narrow(2, 1, 2);
     assert.deepEqual(n.shape, [2, 3, 2]);
     assert.equal(n.get(1, 2, 1), 22);
@@ -145,14 +187,28 @@ describe('0-d and empty tensors, as torch', () => {
     expectCode(() => s.select(-1, 0), mp.IndexOutOfRangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
     expectCode(() => s.narrow(0, 0, 1), mp.IndexOutOfRangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
     expectCode(() => s.narrow(0, 0, 0), mp.IndexOutOfRangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
-    for (const [a, b] of [[0, 0], [-1, 0], [-1, -1]]) {
+    for (const [a, b] of [
+      [0, 0],
+      [-1, 0],
+      [-1, -1],
+    ]) {
       const t = s.transpose(a!, b!);
       assert.deepEqual(t.shape, []);
       assert.deepEqual(t.stride, []);
       assert.equal(t.get(), 5);
     }
     expectCode(() => s.transpose(0, 1), mp.IndexOutOfRangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
-    assert.match((() => { try { s.transpose(1, 0); } catch (e) { return (e as Error).message; } return ''; })(), /-1\.\.0/);
+    assert.match(
+      (() => {
+        try {
+          s.transpose(1, 0);
+        } catch (e) {
+          return (e as Error).message;
+        }
+        return '';
+      })(),
+      /-1\.\.0/,
+    );
   });
 
   test('a tensor with no elements is contiguous, whatever its strides', () => {
@@ -174,7 +230,13 @@ describe('conversions, as torch', () => {
     const b = mp.zeros([3], { dtype: 'bool' });
     b.set([0], NaN).set([1], -0).set([2], 0.5);
     assert.deepEqual(b.toArray(), [true, false, true]);
-    assert.deepEqual(mp.zeros([2], { dtype: 'bool' }).copy(mp.tensor([NaN, 0], { dtype: 'float64' })).toArray(), [true, false]);
+    assert.deepEqual(
+      mp
+        .zeros([2], { dtype: 'bool' })
+        .copy(mp.tensor([NaN, 0], { dtype: 'float64' }))
+        .toArray(),
+      [true, false],
+    );
     assert.deepEqual(mp.full([1], NaN, { dtype: 'bool' }).toArray(), [true]);
   });
 });
@@ -297,7 +359,15 @@ describe('shareMemory', () => {
 });
 
 test('coded errors keep the built-in classes they extend', () => {
-  for (const C of [mp.InvalidStrategyError, mp.InvalidDtypeError, mp.InvalidArgumentError, mp.TargetNotFoundError, mp.TargetNotFunctionError, mp.TargetIsEntryError, mp.NotTransferableError]) {
+  for (const C of [
+    mp.InvalidStrategyError,
+    mp.InvalidDtypeError,
+    mp.InvalidArgumentError,
+    mp.TargetNotFoundError,
+    mp.TargetNotFunctionError,
+    mp.TargetIsEntryError,
+    mp.NotTransferableError,
+  ]) {
     assert.ok(C.prototype instanceof TypeError, `${C.name} is a TypeError`);
   }
   for (const C of [mp.InvalidShapeError, mp.IndexOutOfRangeError, mp.TooManyDescriptorsError]) {

@@ -45,9 +45,20 @@ describe('values', () => {
   test('structured-clone values with tensors anywhere inside', () => {
     const t = mp.tensor([1, 2, 3, 4]);
     const value = {
-      n: 1, s: 'é', b: true, u: undefined, nul: null, big: 2n ** 70n, d: new Date(5), re: /x/g,
-      arr: [1, [2, [3]]], map: new Map<unknown, unknown>([['k', t]]), set: new Set([1, 'a']),
-      f64: new Float64Array([1.5, 2.5]), buf: Buffer.from('hi'), err: new RangeError('boom'),
+      n: 1,
+      s: 'é',
+      b: true,
+      u: undefined,
+      nul: null,
+      big: 2n ** 70n,
+      d: new Date(5),
+      re: /x/g,
+      arr: [1, [2, [3]]],
+      map: new Map<unknown, unknown>([['k', t]]),
+      set: new Set([1, 'a']),
+      f64: new Float64Array([1.5, 2.5]),
+      buf: Buffer.from('hi'),
+      err: new RangeError('boom'),
       nested: { deep: { t, view: t.narrow(0, 1, 2) } },
     };
     const got = roundTrip(value) as typeof value;
@@ -117,7 +128,10 @@ describe('values', () => {
     assert.equal(gotSparse[0], 1);
     assert.equal(1 in gotSparse, false);
     assert.ok(gotSparse[2 ** 28] instanceof mp.Tensor);
-    const long = Object.assign(Array.from({ length: 100 }, (_, i) => i), { label: 'long', t }); // the addon lists its keys
+    const long = Object.assign(
+      Array.from({ length: 100 }, (_, i) => i),
+      { label: 'long', t },
+    ); // the addon lists its keys
     const gotLong = (roundTrip({ long }) as any).long;
     assert.equal(gotLong.label, 'long');
     assert.equal(gotLong[99], 99);
@@ -209,25 +223,64 @@ describe('refused values', () => {
     ['a key that needs quoting', () => ({ 'a b': () => 1 }), '["a b"]'],
     ['the message itself', () => () => 1, '(message)'],
     // Checked before anything reads the object: reading obj.constructor would run the traps.
-    ['a Proxy whose traps throw', () => ({ p: new Proxy({}, { get: () => { throw new Error('trap ran'); } }) }), 'p'],
-    ['a revoked Proxy', () => { const r = Proxy.revocable({}, {}); r.revoke(); return { p: r.proxy }; }, 'p'],
+    [
+      'a Proxy whose traps throw',
+      () => ({
+        p: new Proxy(
+          {},
+          {
+            get: () => {
+              throw new Error('trap ran');
+            },
+          },
+        ),
+      }),
+      'p',
+    ],
+    [
+      'a revoked Proxy',
+      () => {
+        const r = Proxy.revocable({}, {});
+        r.revoke();
+        return { p: r.proxy };
+      },
+      'p',
+    ],
     ['a Symbol object', () => ({ s: Object(Symbol('s')) }), 's'],
     // V8 writes an error's cause itself: a tensor there would arrive as a plain object.
-    ['a tensor in an Error\'s cause', () => ({ err: new Error('failed', { cause: mp.zeros([1]) }) }), 'err.cause'],
+    ["a tensor in an Error's cause", () => ({ err: new Error('failed', { cause: mp.zeros([1]) }) }), 'err.cause'],
     // Met first outside the cause (copied there), then inside it.
-    ['an object holding a tensor, met again in an Error\'s cause', () => { const box = { t: mp.zeros([1]) }; return { box, e: new Error('x', { cause: box }) }; }, 'e.cause'],
+    [
+      "an object holding a tensor, met again in an Error's cause",
+      () => {
+        const box = { t: mp.zeros([1]) };
+        return { box, e: new Error('x', { cause: box }) };
+      },
+      'e.cause',
+    ],
     // A cause that leads back to a container holding a tensor (V8 would write the tensor as a plain object).
-    ['a cycle through an Error\'s cause to a tensor', () => { const box: any = { t: mp.zeros([1]) }; box.e = new Error('x', { cause: box }); return box; }, '(message)'],
+    [
+      "a cycle through an Error's cause to a tensor",
+      () => {
+        const box: any = { t: mp.zeros([1]) };
+        box.e = new Error('x', { cause: box });
+        return box;
+      },
+      '(message)',
+    ],
   ];
   for (const [what, make, path] of cases) {
     test(`${what}: NotTransferableError naming ${path}`, () => {
-      assert.throws(() => encodeMessage(make()), (e: any) => {
-        assert.ok(e instanceof mp.NotTransferableError);
-        assert.ok(e instanceof TypeError);
-        assert.equal(e.code, 'ERR_TP_NOT_TRANSFERABLE');
-        assert.equal(e.path.replace(/^\./, ''), path.replace(/^\./, ''));
-        return true;
-      });
+      assert.throws(
+        () => encodeMessage(make()),
+        (e: any) => {
+          assert.ok(e instanceof mp.NotTransferableError);
+          assert.ok(e instanceof TypeError);
+          assert.equal(e.code, 'ERR_TP_NOT_TRANSFERABLE');
+          assert.equal(e.path.replace(/^\./, ''), path.replace(/^\./, ''));
+          return true;
+        },
+      );
     });
   }
 
@@ -246,7 +299,10 @@ describe('refused values', () => {
   test('more descriptors than one message carries: TooManyDescriptorsError, nothing taken', () => {
     // Above PACK_BYTES, so that each is a segment (and a descriptor) of its own (NOTE [Packed small storages]).
     const ts = Array.from({ length: MAX_FDS }, () => mp.zeros([256], { shared: true }));
-    assert.throws(() => encodeMessage(ts), (e: any) => e instanceof mp.TooManyDescriptorsError && e.code === 'ERR_TP_TOO_MANY_DESCRIPTORS');
+    assert.throws(
+      () => encodeMessage(ts),
+      (e: any) => e instanceof mp.TooManyDescriptorsError && e.code === 'ERR_TP_TOO_MANY_DESCRIPTORS',
+    );
     for (const t of ts) t.release();
   });
 });
@@ -263,10 +319,32 @@ describe('plain frames (NOTE [Plain frames])', () => {
     const protoKey = JSON.parse('{"__proto__": {"own": 1}}');
     const nullProto = Object.assign(Object.create(null), { a: 1 });
     const values: unknown[] = [
-      0, -0, 1, -1, 2 ** 31, -(2 ** 31), 2 ** 53, 0.1, NaN, Infinity, -Infinity, true, false, null, undefined, '',
-      'ascii', 'é€😀', 'lone \ud800 and \udc00 surrogates', 'x'.repeat(5000),
-      [], [undefined, null, [[]], {}], { b: 1, a: 2, 10: 'ten', 2: 'two', nested: { u: undefined } },
-      protoKey, nullProto, Array.from({ length: 1000 }, (_, i) => i * 0.5),
+      0,
+      -0,
+      1,
+      -1,
+      2 ** 31,
+      -(2 ** 31),
+      2 ** 53,
+      0.1,
+      NaN,
+      Infinity,
+      -Infinity,
+      true,
+      false,
+      null,
+      undefined,
+      '',
+      'ascii',
+      'é€😀',
+      'lone \ud800 and \udc00 surrogates',
+      'x'.repeat(5000),
+      [],
+      [undefined, null, [[]], {}],
+      { b: 1, a: 2, 10: 'ten', 2: 'two', nested: { u: undefined } },
+      protoKey,
+      nullProto,
+      Array.from({ length: 1000 }, (_, i) => i * 0.5),
     ];
     for (const v of values) {
       assert.equal(kindOf(v), KIND_PLAIN, `${inspect(v).slice(0, 40)} should take the PLAIN path`);
@@ -277,7 +355,11 @@ describe('plain frames (NOTE [Plain frames])', () => {
     const gotProto = roundTrip(protoKey) as Record<string, unknown>;
     assert.ok(Object.hasOwn(gotProto, '__proto__'), '__proto__ arrives as an own property');
     assert.equal(Object.getPrototypeOf(gotProto), Object.prototype);
-    assert.deepEqual(Object.keys(roundTrip({ b: 1, a: 2, 10: 'x', 2: 'y' }) as object), ['2', '10', 'b', 'a'], 'key order as structured clone');
+    assert.deepEqual(
+      Object.keys(roundTrip({ b: 1, a: 2, 10: 'x', 2: 'y' }) as object),
+      ['2', '10', 'b', 'a'],
+      'key order as structured clone',
+    );
   });
 
   test('random trees arrive as structured clone makes them, by whichever path (property, 2000 cases)', () => {
@@ -285,8 +367,17 @@ describe('plain frames (NOTE [Plain frames])', () => {
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
     const strings = ['', 'a', 'key', 'é', '😀', '\ud800', 'a b', '__proto__', '0', '10', 'toString'];
     const leaf = (): unknown =>
-      pick([() => Math.floor(rand() * 2 ** 32) - 2 ** 31, () => rand() * 1e6, () => -0, () => NaN, () => Infinity, () => pick(strings),
-        () => rand() < 0.5, () => null, () => undefined])();
+      pick([
+        () => Math.floor(rand() * 2 ** 32) - 2 ** 31,
+        () => rand() * 1e6,
+        () => -0,
+        () => NaN,
+        () => Infinity,
+        () => pick(strings),
+        () => rand() < 0.5,
+        () => null,
+        () => undefined,
+      ])();
     let shared: object | null = null;
     const tree = (depth: number): unknown => {
       const r = rand();
@@ -302,7 +393,8 @@ describe('plain frames (NOTE [Plain frames])', () => {
       const o: Record<string, unknown> = rand() < 0.05 ? Object.create(null) : {};
       for (let i = Math.floor(rand() * 5); i > 0; i--) {
         const k = pick(strings);
-        if (k === '__proto__') Object.defineProperty(o, k, { value: tree(depth + 1), enumerable: true, writable: true, configurable: true });
+        if (k === '__proto__')
+          Object.defineProperty(o, k, { value: tree(depth + 1), enumerable: true, writable: true, configurable: true });
         else o[k] = tree(depth + 1);
       }
       if (rand() < 0.2) shared = o;
@@ -330,9 +422,15 @@ describe('plain frames (NOTE [Plain frames])', () => {
         assert.equal(kindOf(value), KIND_PLAIN);
         const got = roundTrip(value) as { x: mp.Tensor; row: mp.Tensor; label: number; pair: [mp.Tensor, string] };
         assert.ok(t.isShared(), 'the tensor was moved to shared memory to travel');
-        assert.deepEqual(got.x.toArray(), [[1, 2, 3], [4, 5, 6]]);
+        assert.deepEqual(got.x.toArray(), [
+          [1, 2, 3],
+          [4, 5, 6],
+        ]);
         assert.deepEqual(got.row.toArray(), [4, 5, 6]);
-        assert.deepEqual(got.pair[0].toArray(), [[2, 3], [5, 6]]);
+        assert.deepEqual(got.pair[0].toArray(), [
+          [2, 3],
+          [5, 6],
+        ]);
         assert.equal(got.label, 7);
         assert.equal(got.x.storage, got.row.storage, 'one storage');
         assert.equal(got.x.storage, t.storage, 'sent back to its own process: the same storage');
@@ -485,22 +583,32 @@ describe('plain frames (NOTE [Plain frames])', () => {
     };
     const cases: [string, () => Uint8Array][] = [
       ['bytes after the table', () => Uint8Array.from([...good(), 0])],
-      ['a table offset past the end', () => {
-        const b = good();
-        new DataView(b.buffer).setUint32(2, b.length + 10, true);
-        return b;
-      }],
-      ['an unknown tag', () => {
-        const b = good();
-        b[6] = 200;
-        return b;
-      }],
+      [
+        'a table offset past the end',
+        () => {
+          const b = good();
+          new DataView(b.buffer).setUint32(2, b.length + 10, true);
+          return b;
+        },
+      ],
+      [
+        'an unknown tag',
+        () => {
+          const b = good();
+          b[6] = 200;
+          return b;
+        },
+      ],
       ['nesting too deep', deep],
     ];
     for (const [what, make] of cases) {
       const fd = addon.memfdCreate('r', 4096);
       throwsCoded(() => decodeMessage(make(), [fd]), mp.FrameDecodeError, 'ERR_TP_BAD_FRAME');
-      assert.throws(() => addon.fstat(fd), (e: any) => e.code === 'EBADF', `${what}: its descriptor was closed`);
+      assert.throws(
+        () => addon.fstat(fd),
+        (e: any) => e.code === 'EBADF',
+        `${what}: its descriptor was closed`,
+      );
     }
     // A file_descriptor storage whose descriptor did not come with the message.
     const t = mp.zeros([4], { shared: true });
@@ -554,7 +662,10 @@ describe('decoding', () => {
       } catch {
         // already gone
       }
-      assert.throws(() => decodeMessage(bytes, []), (e: any) => e instanceof mp.SegmentGoneError && e.code === 'ERR_TP_SEGMENT_GONE');
+      assert.throws(
+        () => decodeMessage(bytes, []),
+        (e: any) => e instanceof mp.SegmentGoneError && e.code === 'ERR_TP_SEGMENT_GONE',
+      );
     } finally {
       mp.setSharingStrategy('file_descriptor');
     }
@@ -563,7 +674,10 @@ describe('decoding', () => {
   test('truncated, unknown and wrong-version frames are FrameDecodeErrors, and their descriptors are closed', () => {
     const fd = addon.memfdCreate('x', 4096);
     for (const bytes of [new Uint8Array(0), Uint8Array.of(1), Uint8Array.of(9, 1), Uint8Array.of(1, 99), Uint8Array.of(2, 1, 0, 1)]) {
-      assert.throws(() => decodeMessage(bytes, [addon.dup(fd)]), (e: any) => e instanceof mp.FrameDecodeError && e.code === 'ERR_TP_BAD_FRAME');
+      assert.throws(
+        () => decodeMessage(bytes, [addon.dup(fd)]),
+        (e: any) => e instanceof mp.FrameDecodeError && e.code === 'ERR_TP_BAD_FRAME',
+      );
     }
     addon.close(fd);
   });
@@ -595,7 +709,8 @@ describe('decoding', () => {
       } else {
         // A valid frame with a few bytes flipped or cut short.
         bytes = valid[Math.floor(rand() * valid.length)]!();
-        for (let k = 0, n = 1 + Math.floor(rand() * 4); k < n; k++) bytes[2 + Math.floor(rand() * (bytes.length - 2))] = Math.floor(rand() * 256);
+        for (let k = 0, n = 1 + Math.floor(rand() * 4); k < n; k++)
+          bytes[2 + Math.floor(rand() * (bytes.length - 2))] = Math.floor(rand() * 256);
         if (mode === 2) bytes = bytes.subarray(0, Math.floor(rand() * bytes.length));
       }
       const fds = rand() < 0.5 ? [addon.memfdCreate('r', 4096)] : [];

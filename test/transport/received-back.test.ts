@@ -34,7 +34,10 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
     mp.setSharingStrategy(strategy);
     const q = new mp.Queue<unknown>();
     const back = new mp.Queue<mp.Tensor>();
-    const ctx = mp.spawn({ module: new URL('./fixtures/echo-targets.js', import.meta.url), export: 'echo' }, { args: [q, back], join: false });
+    const ctx = mp.spawn(
+      { module: new URL('./fixtures/echo-targets.js', import.meta.url), export: 'echo' },
+      { args: [q, back], join: false },
+    );
     try {
       const t = mp.full([4, 4], 5, { shared: true });
       const v = t.select(0, 2);

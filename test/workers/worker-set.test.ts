@@ -56,7 +56,6 @@ function open(size: number, startMethod: StartMethod) {
   return { set, next, hellos };
 }
 
-
 const methods: StartMethod[] = ['spawn', 'thread'];
 for (const startMethod of methods) {
   describe(`worker set, startMethod '${startMethod}'`, () => {
@@ -81,7 +80,10 @@ for (const startMethod of methods) {
         if (e.id === 1) fromOne.push(m.echo);
         else fromTwo = m.echo;
       }
-      assert.deepEqual(fromOne, Array.from({ length: 200 }, (_, k) => k));
+      assert.deepEqual(
+        fromOne,
+        Array.from({ length: 200 }, (_, k) => k),
+      );
       assert.equal(fromTwo, 'two');
       await set.stop();
       for (let id = 0; id < 3; id++) assert.equal(set.isAlive(id), false);

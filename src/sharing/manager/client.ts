@@ -18,14 +18,7 @@ import { ManagerUnavailableError } from '../../errors.js';
 import { managerDir, socketPath } from './dir.js';
 import { PARENT_GONE, type EnvName } from '../../env.js';
 import { connectOrStart, prestartServer, START_TIMEOUT_MS, type Prestarted } from './manager-start.js';
-import {
-  decodeManager,
-  encode,
-  MAX_DATAGRAM,
-  NAMES_PER_MESSAGE,
-  PROTOCOL_VERSION,
-  type ClientMessage,
-} from './protocol.js';
+import { decodeManager, encode, MAX_DATAGRAM, NAMES_PER_MESSAGE, PROTOCOL_VERSION, type ClientMessage } from './protocol.js';
 
 /** `TENSORPROC_MANAGER=0`: never start or reach a manager (no cleanup after crashes, no warning). */
 export const MANAGER_ENV = 'TENSORPROC_MANAGER' satisfies EnvName;
@@ -55,8 +48,6 @@ const parentAtLoad = addon.getppid();
 const parentGone = (): boolean => addon.getppid() !== parentAtLoad || (globalThis as Record<symbol, unknown>)[PARENT_GONE] === true;
 
 type State = 'off' | 'connecting' | 'connected' | 'unavailable';
-
-
 
 export class ManagerClient {
   /** Names this process (this thread) maps, with how many mappings of each. */
@@ -240,14 +231,17 @@ export class ManagerClient {
   async #connect(): Promise<void> {
     const pre = this.#prestarted;
     this.#prestarted = null;
-    const fd = await connectOrStart(managerDir(), pre, (ms) =>
-      new Promise<void>((resolve) => {
-        this.#retryTimer = setTimeout(() => {
-          this.#retryTimer = null;
-          resolve();
-        }, ms);
-        this.#holdLoop();
-      }),
+    const fd = await connectOrStart(
+      managerDir(),
+      pre,
+      (ms) =>
+        new Promise<void>((resolve) => {
+          this.#retryTimer = setTimeout(() => {
+            this.#retryTimer = null;
+            resolve();
+          }, ms);
+          this.#holdLoop();
+        }),
     );
     if (typeof fd !== 'number') {
       this.#giveUp(fd.problem);

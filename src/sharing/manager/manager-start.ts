@@ -49,7 +49,11 @@ export function prestartServer(dir: string): Prestarted | null {
  * manager prestartServer() began a moment ago, which counts as ours; `pause` waits between
  * attempts (the client keeps its timer, to let it hold the event loop or not).
  */
-export async function connectOrStart(dir: string, pre: Prestarted | null, pause: (ms: number) => Promise<void>): Promise<number | { problem: string }> {
+export async function connectOrStart(
+  dir: string,
+  pre: Prestarted | null,
+  pause: (ms: number) => Promise<void>,
+): Promise<number | { problem: string }> {
   const problem = checkDir(dir);
   if (problem !== null) return { problem: `${problem}. Point TENSORPROC_MANAGER_DIR at a directory of yours with mode 700` };
   const path = socketPath(dir);
@@ -68,7 +72,8 @@ export async function connectOrStart(dir: string, pre: Prestarted | null, pause:
       return addon.unixConnect(path);
     } catch (e) {
       const code = (e as { code?: string }).code;
-      if (code !== 'ENOENT' && code !== 'ECONNREFUSED' && code !== 'EAGAIN') return { problem: `connecting to ${path} failed with ${code}` };
+      if (code !== 'ENOENT' && code !== 'ECONNREFUSED' && code !== 'EAGAIN')
+        return { problem: `connecting to ${path} failed with ${code}` };
       // Nobody listens (no socket, or a dead manager's): start one. If two processes do
       // this at once, the lock in server.ts lets one win; the other exits and we retry.
       if (code !== 'EAGAIN' && (server === null || serverGone) && spawns < MAX_SPAWNS) {

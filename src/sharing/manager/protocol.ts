@@ -18,9 +18,7 @@ export type ClientMessage =
   | { t: 'bye' };
 
 /** The manager to a process. */
-export type ManagerMessage =
-  | { t: 'welcome'; v: number; pid: number }
-  | { t: 'synced'; id: number };
+export type ManagerMessage = { t: 'welcome'; v: number; pid: number } | { t: 'synced'; id: number };
 
 /** The only names the manager will ever touch (see newName() in segment.ts). */
 export const NAME_PATTERN = /^\/tensorproc_(\d+)_[0-9a-f]{16}$/;
