@@ -2,7 +2,7 @@
 // timeout resolves false), and a producer/consumer across processes.
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import * as mp from '../../src/index.js';
+import * as mp from 'tensorproc';
 import { settleBeforeLeakCheck } from './settle.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { isCoded, throwsCoded } from '../helpers/errors.js';
@@ -10,7 +10,8 @@ import { isCoded, throwsCoded } from '../helpers/errors.js';
 settleBeforeLeakCheck();
 checkLeaks();
 
-const targets = new URL('./fixtures/targets.js', import.meta.url);
+// Children that use only their arguments: the same module serves the package and dist/src.
+const targets = new URL('./fixtures/shared-targets.js', import.meta.url);
 const target = (name: string) => ({ module: targets, export: name });
 
 describe('Condition in one process', () => {
