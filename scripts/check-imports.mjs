@@ -2,7 +2,9 @@
 // imports included, nothing under src/ importing the index), and one rule the graph alone
 // cannot state: every module that registers a reduction (calls registerReduction) is reached
 // from src/programs/reductions.ts, which a child loads before it decodes arguments that carry
-// tensorproc objects (NOTE [Spawn arguments]). Exits 1 on a violation.
+// tensorproc objects (NOTE [Spawn arguments]); and one the type checker cannot: no file reads
+// a TENSORPROC_* variable from process.env by its literal name, bypassing src/env.ts's table
+// (envString/envNumber, or a name typed `satisfies EnvName`). Exits 1 on a violation.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -38,5 +40,13 @@ for (const f of deps.keys()) {
     failed = true;
   }
 }
+for (const f of deps.keys()) {
+  if (!f.startsWith('src/') || f === 'src/env.ts') continue;
+  const text = readFileSync(`${root}${f}`, 'utf8');
+  if (/process\.env(\.TENSORPROC_|\[\s*['"`]TENSORPROC_)/.test(text)) {
+    console.error(`  error env-table: ${f} reads a TENSORPROC_* variable from process.env directly; read it through src/env.ts`);
+    failed = true;
+  }
+}
 if (failed) process.exit(1);
-console.log('import check: floors, cycles and reductions hold');
+console.log('import check: floors, cycles, reductions and the environment table hold');
