@@ -84,6 +84,15 @@ export class AddonError extends Error {
   override name = 'AddonError';
 }
 
+/**
+ * A new shared segment would take one of the last memory mappings the kernel allows this
+ * process (vm.max_map_count), which Node needs for its own heap (NOTE [Mapping budget]).
+ */
+export class TooManyMappingsError extends Error {
+  readonly code = 'ERR_TP_TOO_MANY_MAPPINGS';
+  override name = 'TooManyMappingsError';
+}
+
 // --- processes -------------------------------------------------------------------------
 // torch.multiprocessing's ProcessException family. The constructor takes torch's arguments
 // in torch's order (msg, errorIndex, pid[, exitCode, signalName]) so ported code reads the same.
@@ -408,12 +417,4 @@ export class OwnerDiedWarning extends Error {
   ) {
     super(message);
   }
-}
-/**
- * A new shared segment would take one of the last memory mappings the kernel allows this
- * process (vm.max_map_count), which Node needs for its own heap (NOTE [Mapping budget]).
- */
-export class TooManyMappingsError extends Error {
-  readonly code = 'ERR_TP_TOO_MANY_MAPPINGS';
-  override name = 'TooManyMappingsError';
 }
