@@ -7,7 +7,7 @@
 namespace tp {
 namespace {
 
-// NOTE [Host-object markers] (see src/transport/serializer.ts)
+// NOTE [Host-object markers]
 // v8.Serializer hands an object to `_writeHostObject` only when it is an API object (made
 // from a FunctionTemplate); class instances such as Tensor are written as plain objects,
 // their class and private fields lost. A Marker is the cheapest API object there is: the
