@@ -82,7 +82,7 @@ async function runTrial(kind: Kind, seed: number): Promise<Outcome> {
       if (!roles.has(pid))
         roles.set(
           pid,
-          isManager(pid) ? 'manager' : cmdline(pid).includes('bundle') || cmdline(pid).includes('child-process') ? 'child' : 'process',
+          isManager(pid) ? 'manager' : cmdline(pid).includes('bundle') || cmdline(pid).includes('process-child') ? 'child' : 'process',
         );
     }
   };

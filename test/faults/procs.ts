@@ -45,7 +45,7 @@ export function cmdline(pid: number): string {
 }
 
 /** The file_system manager outlives its users on purpose (it stops once idle): not a process left. */
-export const isManager = (pid: number): boolean => /sharing\/manager\/server\.[jt]s/.test(cmdline(pid));
+export const isManager = (pid: number): boolean => /programs\/manager\.[jt]s/.test(cmdline(pid));
 
 /** One line on what `pid` is doing: its state and the kernel function it sleeps in. */
 export function describeProcess(pid: number, role: string): string {
