@@ -7,6 +7,7 @@ import { accessSync, constants, existsSync, lstatSync, readFileSync, statfsSync 
 import { dirname } from 'node:path';
 // Plain path logic, no addon: the manager's directory is checked whatever the addon does.
 import { checkDir, managerDir } from '../sharing/manager/dir.js';
+import { ENV, envNumber, PARENT_PID_ENV, type EnvName } from '../env.js';
 
 export type Status = 'ok' | 'warn' | 'fail';
 
@@ -123,6 +124,7 @@ function machineChecks(): Check[] {
       return `soft ${soft}, hard ${hard}`;
     }),
     tryCall('manager directory', () => checkManagerDir(managerDir())),
+    tryCall('environment', checkEnvironment),
   ];
 }
 
@@ -151,4 +153,24 @@ function checkManagerDir(dir: string): string {
   const problem = checkDir(dir);
   if (problem !== null) throw new Warning(`${problem}: file_system cannot start its manager. ${fix}`);
   return dir;
+}
+
+/**
+ * The TENSORPROC_* variables set here (src/env.ts is their table). A name tensorproc does not
+ * know, a typo most likely, is ignored: a warning naming it; so is a numeric one that is not a
+ * number tensorproc takes (its default is used instead).
+ */
+function checkEnvironment(): string {
+  const set = Object.keys(process.env)
+    .filter((k) => k.startsWith('TENSORPROC_') && k !== PARENT_PID_ENV && process.env[k] !== '')
+    .sort();
+  const unknown = set.filter((k) => !(k in ENV));
+  const unread = set.filter((k) => k in ENV && typeof ENV[k as EnvName].default === 'number' && envNumber(k as EnvName) === undefined);
+  const problems = [
+    ...unknown.map((k) => `${k} is not a tensorproc variable (ignored)`),
+    ...unread.map((k) => `${k}=${process.env[k]} is not a number it takes (its default, ${ENV[k as EnvName].default}, is used)`),
+  ];
+  if (problems.length > 0)
+    throw new Warning(`${problems.join('; ')}. The variables and their values: docs/tensors.md, "Environment variables"`);
+  return set.length === 0 ? 'no TENSORPROC_* variable set: every default' : set.map((k) => `${k}=${process.env[k]}`).join(', ');
 }

@@ -28,6 +28,7 @@ test('doctor reports every check', () => {
     'memory',
     'open-file limit',
     'manager directory',
+    'environment',
   ]) {
     assert.match(r.stdout, new RegExp(`^(ok  |WARN|FAIL)  ${name.replace('/', '\\/')} `, 'm'), name);
   }

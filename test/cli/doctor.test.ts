@@ -91,3 +91,22 @@ test('a manager directory that cannot be made, or that others can enter, is a wa
   mkdirSync(fine, { mode: 0o700 });
   assert.equal(doctor('', { TENSORPROC_MANAGER_DIR: fine }).lines.get('manager directory'), `ok ${fine}`);
 });
+
+test('TENSORPROC_* variables: those set are listed; an unknown name or an unreadable number is a warning naming it', () => {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('TENSORPROC_')));
+  const run = (env: Record<string, string>): string => {
+    const r = spawnSync(process.execPath, [cli, 'doctor'], { encoding: 'utf8', env: { ...clean, ...env } });
+    const line = r.stdout.split('\n').find((l) => /^(ok {2}|WARN|FAIL) {2}environment /.test(l));
+    assert.ok(line, r.stdout + r.stderr);
+    return line;
+  };
+  assert.match(run({}), /^ok {4}environment +no TENSORPROC_\* variable set: every default$/);
+  assert.match(run({ TENSORPROC_SPIN_US: '50' }), /^ok {4}environment +TENSORPROC_SPIN_US=50$/);
+  const typo = run({ TENSORPROC_CACHE_BYTE: '1000' });
+  assert.match(typo, /^WARN {2}environment +TENSORPROC_CACHE_BYTE is not a tensorproc variable \(ignored\)/);
+  assert.match(typo, /docs\/tensors\.md/);
+  assert.match(
+    run({ TENSORPROC_CACHE_DECAY_MS: 'soon' }),
+    /^WARN .*TENSORPROC_CACHE_DECAY_MS=soon is not a number it takes \(its default, 2000, is used\)/,
+  );
+});
