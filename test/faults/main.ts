@@ -13,7 +13,7 @@ import { Command } from 'commander';
 import { markdownTable, median } from '../../bench/lib/stats.js';
 import { KINDS, describe, planTrial, type Kind } from './plan.js';
 import { Prng } from './prng.js';
-import { cmdline, descendants, describeProcess, isManager, running } from './procs.js';
+import { descendants, describeProcess, isChild, isManager, running } from './procs.js';
 
 const TRIAL = fileURLToPath(new URL('./trial.js', import.meta.url));
 /** What the manager promises: every name of a killed pipeline gone within 2 s of the kill. */
@@ -79,11 +79,7 @@ async function runTrial(kind: Kind, seed: number): Promise<Outcome> {
   const note = (): void => {
     for (const pid of descendants(parent)) {
       seen.add(pid);
-      if (!roles.has(pid))
-        roles.set(
-          pid,
-          isManager(pid) ? 'manager' : cmdline(pid).includes('bundle') || cmdline(pid).includes('process-child') ? 'child' : 'process',
-        );
+      if (!roles.has(pid)) roles.set(pid, isManager(pid) ? 'manager' : isChild(pid) ? 'child' : 'process');
     }
   };
   let stderr = '';

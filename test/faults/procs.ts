@@ -47,6 +47,9 @@ export function cmdline(pid: number): string {
 /** The file_system manager outlives its users on purpose (it stops once idle): not a process left. */
 export const isManager = (pid: number): boolean => /programs\/manager\.[jt]s/.test(cmdline(pid));
 
+/** A process child of tensorproc: its bootstrap (src/programs/process-child.ts) or that bootstrap's bundle. */
+export const isChild = (pid: number): boolean => /programs\/process-child(\.bundle)?\.[jt]s/.test(cmdline(pid));
+
 /** One line on what `pid` is doing: its state and the kernel function it sleeps in. */
 export function describeProcess(pid: number, role: string): string {
   const s = stat(pid);
