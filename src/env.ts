@@ -81,6 +81,11 @@ export const ENV = {
 
 export type EnvName = keyof typeof ENV;
 
+/** Whether `name` is one of the table's variables. */
+export function isEnvName(name: string): name is EnvName {
+  return Object.hasOwn(ENV, name);
+}
+
 /** The variable's value; undefined when unset or empty. */
 export function envString(name: EnvName): string | undefined {
   const v = process.env[name];

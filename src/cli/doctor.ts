@@ -7,7 +7,7 @@ import { accessSync, constants, existsSync, lstatSync, readFileSync, statfsSync 
 import { dirname } from 'node:path';
 // Plain path logic, no addon: the manager's directory is checked whatever the addon does.
 import { checkDir, managerDir } from '../sharing/manager/dir.js';
-import { ENV, envNumber, PARENT_PID_ENV, type EnvName } from '../env.js';
+import { ENV, envNumber, isEnvName, PARENT_PID_ENV } from '../env.js';
 
 export type Status = 'ok' | 'warn' | 'fail';
 
@@ -164,12 +164,12 @@ function checkEnvironment(): string {
   const set = Object.keys(process.env)
     .filter((k) => k.startsWith('TENSORPROC_') && k !== PARENT_PID_ENV && process.env[k] !== '')
     .sort();
-  const unknown = set.filter((k) => !(k in ENV));
-  const unread = set.filter((k) => k in ENV && typeof ENV[k as EnvName].default === 'number' && envNumber(k as EnvName) === undefined);
-  const problems = [
-    ...unknown.map((k) => `${k} is not a tensorproc variable (ignored)`),
-    ...unread.map((k) => `${k}=${process.env[k]} is not a number it takes (its default, ${ENV[k as EnvName].default}, is used)`),
-  ];
+  const problems: string[] = [];
+  for (const k of set) {
+    if (!isEnvName(k)) problems.push(`${k} is not a tensorproc variable (ignored)`);
+    else if (typeof ENV[k].default === 'number' && envNumber(k) === undefined)
+      problems.push(`${k}=${process.env[k]} is not a number it takes (its default, ${ENV[k].default}, is used)`);
+  }
   if (problems.length > 0)
     throw new Warning(`${problems.join('; ')}. The variables and their values: docs/tensors.md, "Environment variables"`);
   return set.length === 0 ? 'no TENSORPROC_* variable set: every default' : set.map((k) => `${k}=${process.env[k]}`).join(', ');

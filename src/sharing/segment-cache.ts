@@ -29,7 +29,6 @@ import { shedDescriptors } from './descriptors.js';
 import { SegmentWaits } from './segment-wait.js';
 import { ENV, envNumber } from '../env.js';
 
-const DEFAULT_MAX_BYTES = ENV.TENSORPROC_CACHE_BYTES.default;
 const MAX_BUSY = 1024;
 /**
  * Free segments kept, whatever their size: each holds a descriptor (file_descriptor) and a
@@ -38,7 +37,7 @@ const MAX_BUSY = 1024;
 const MAX_FREE = 1024;
 
 function maxCachedBytes(): number {
-  return envNumber('TENSORPROC_CACHE_BYTES') ?? DEFAULT_MAX_BYTES;
+  return envNumber('TENSORPROC_CACHE_BYTES') ?? ENV.TENSORPROC_CACHE_BYTES.default;
 }
 
 /** How often housekeeping() runs (allocator.ts), while anything is cached. */
