@@ -36,6 +36,8 @@ export class IterCall extends Call implements AsyncIterableIterator<unknown> {
   #current: unknown[] | null = null;
   #pos = 0;
   #waiters: Waiter[] = [];
+  /** #serve() is running: a #finish() inside its #step() leaves the waiters to it. */
+  #serving = false;
   /** What the consumer gets once the results run out: done, or an error. */
   #end: Failure | null = null;
   #finished = false;
@@ -157,14 +159,25 @@ export class IterCall extends Call implements AsyncIterableIterator<unknown> {
     this.#finish();
   }
 
-  /** Settles the waiting consumers that can be answered now. */
+  /**
+   * Settles the waiting consumers that can be answered now. Not re-entered: #step() can
+   * finish the call (a failed chunk), and #finish() serves; a nested pass would answer the
+   * waiters this one has taken a result for, and this one would then shift a waiter that is
+   * no longer there (the crash of issue 24: "reading 'resolve'").
+   */
   #serve(): void {
-    while (this.#waiters.length > 0) {
-      const r = this.#step();
-      if (r === undefined) return;
-      const w = this.#waiters.shift()!;
-      if (r instanceof Failure) w.reject(r.error);
-      else w.resolve(r);
+    if (this.#serving) return;
+    this.#serving = true;
+    try {
+      while (this.#waiters.length > 0) {
+        const r = this.#step();
+        if (r === undefined) return;
+        const w = this.#waiters.shift()!;
+        if (r instanceof Failure) w.reject(r.error);
+        else w.resolve(r);
+      }
+    } finally {
+      this.#serving = false;
     }
   }
 
