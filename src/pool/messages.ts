@@ -19,7 +19,7 @@
 //      [DONE, firstSeq, count, elapsedUs, values, status, errors]
 //    `values` holds the results of the chunks that succeeded, `chunkLen` each, one after
 //    the other; `status` is null when all succeeded, else one code per chunk (OK, FAILED,
-//    SKIPPED), and `errors` holds the errors of the FAILED ones (serialized, in order).
+//    SKIPPED, STOLEN), and `errors` holds the errors of the FAILED ones (serialized, in order).
 //    `elapsedUs` is how long the worker spent on them: the parent sizes its windows by it.
 //  - The control block (NOTE [Pool control block]) says what messages cannot say in time.
 export const RUN = 1;
@@ -40,6 +40,8 @@ export const MODE_ABORTABLE = 2;
 export const OK = 0;
 export const FAILED = 1;
 export const SKIPPED = 2;
+/** The worker found the chunk in its stolen range and did not run it (NOTE [Pool stealing]). */
+export const STOLEN = 3;
 
 /** A group's call slot when the call has none (its chunks cannot be skipped). */
 export const NO_SLOT = -1;
@@ -65,17 +67,22 @@ export const BATCH_ITEMS = 4096;
 //    longer wants its results (a map that failed, an imap left early), adds one to its
 //    slot's generation; a worker skips a chunk whose generation no longer matches and says
 //    so (SKIPPED).
+//  - stolen range words `size + CALL_SLOTS + 2 id` (from) and `+ 1` (to), per worker: the
+//    chunks [from, to) of worker `id` that the parent has taken back to give to another
+//    (NOTE [Pool stealing] in pool/steal.ts). Both 0 at first: an empty range.
 // A worker stores its progress before it reads the generation, and the parent bumps the
 // generation before it reads the progress (sequentially consistent atomics on one shared
 // mapping): whichever order they meet in, a chunk is either skipped or seen to have begun
 // (then its worker is stopped, NOTE [Pool aborts]), and both may happen, which costs a
-// worker but loses nothing.
+// worker but loses nothing. The stolen range is read and written in the same order.
 export const CALL_SLOTS = 4096;
 
 export const genWord = (size: number, slot: number): number => size + slot;
+export const stealFromWord = (size: number, id: number): number => size + CALL_SLOTS + 2 * id;
+export const stealToWord = (size: number, id: number): number => size + CALL_SLOTS + 2 * id + 1;
 
 export function controlWords(size: number): number {
-  return size + CALL_SLOTS;
+  return size + CALL_SLOTS + 2 * size;
 }
 
 // NOTE [Packed numbers]

@@ -81,7 +81,8 @@ export class RetryQueue {
     const back: Retry[] = [];
     for (let seq = w.doneSeq; seq !== w.nextSeq; seq = (seq + 1) | 0) {
       const at = seq & MASK;
-      const call = w.calls[at]!;
+      const call = w.calls[at];
+      if (call === null || call === undefined) continue; // taken back already (NOTE [Pool stealing])
       const index = w.index[at]!;
       const kept = w.kept[at];
       w.calls[at] = null;

@@ -14,7 +14,8 @@ import { MASK, type WorkerState } from './worker-state.js';
 import { stopRunning } from './aborts.js';
 import { RetryQueue, spent } from './redispatch.js';
 import { PoolWorkers } from './worker-lives.js';
-import { CALL_SLOTS, FAILED, BATCH_ITEMS, MAX_BATCH, NO_SLOT, OK, TARGET, genWord } from './messages.js';
+import { CALL_SLOTS, FAILED, BATCH_ITEMS, MAX_BATCH, NO_SLOT, OK, STOLEN, TARGET, genWord } from './messages.js';
+import { stealForIdle, stealPending } from './steal.js';
 import { runMessage } from './run-message.js';
 
 export interface SchedulerOptions {
@@ -132,6 +133,11 @@ export class Scheduler implements CallHost {
     if (this.#pumping || this.#set.broken) return;
     this.#pumping = true;
     try {
+      // A worker idle and nothing to give it: chunks another holds and has not begun (NOTE [Pool stealing]).
+      if (!this.#hasWork()) {
+        const back = stealForIdle(this.#workers, this.#ctl);
+        if (back.length > 0) this.#retry.putBack(back);
+      }
       // Which workers take chunks now: those with half their window back (so that batches
       // stay large), and idle ones at once.
       const taking: number[] = [];
@@ -162,6 +168,7 @@ export class Scheduler implements CallHost {
 
   /** How many more chunks worker `w` may be given now. */
   #room(w: WorkerState): number {
+    if (stealPending(w)) return 0;
     return Math.min(w.window - w.inFlight(), this.#maxTasks - w.assigned);
   }
 
@@ -258,13 +265,21 @@ export class Scheduler implements CallHost {
     let e = 0;
     for (let k = 0; k < count; k++) {
       const at = (first + k) & MASK;
-      const call = w.calls[at]!;
+      const call = w.calls[at];
+      // Taken back for another worker, which this one then skipped (NOTE [Pool stealing]).
+      if (call === null || call === undefined) continue;
       const index = w.index[at]!;
       const kept = w.kept[at];
       w.calls[at] = null;
       w.kept[at] = undefined;
       if (call === w.exclusive && --w.exclusiveCount === 0) w.exclusive = null;
       const st = status === null ? OK : status[k]!;
+      if (st === STOLEN) {
+        // In the range, and not run: it goes again, in front (still one of the call's in flight).
+        w.assigned--;
+        this.#retry.putBack([{ call, index, kept }]);
+        continue;
+      }
       if (st === OK) {
         const n = call.lengthOf(index, kept);
         if (!call.settled) call.done(index, values, v, n);

@@ -24,8 +24,11 @@ import {
   READY,
   RUN,
   SKIPPED,
+  STOLEN,
   TARGET,
   genWord,
+  stealFromWord,
+  stealToWord,
   packNumbers,
 } from './messages.js';
 
@@ -105,6 +108,8 @@ class Runner {
   readonly #port: WorkerPort;
   readonly #ctl: Int32Array;
   readonly #size: number;
+  readonly #stealFrom: number;
+  readonly #stealTo: number;
   readonly #targets = new Map<number, TargetSpec>();
   readonly #loaded = new Map<number, Loaded>();
   #groups: Group[] = [];
@@ -127,6 +132,8 @@ class Runner {
     this.#port = port;
     this.#ctl = start.control.words;
     this.#size = start.size;
+    this.#stealFrom = stealFromWord(start.size, id);
+    this.#stealTo = stealToWord(start.size, id);
   }
 
   async run(): Promise<void> {
@@ -210,6 +217,14 @@ class Runner {
     if (this.#count === 0) {
       this.#first = seq;
       this.#since = performance.now();
+    }
+    // NOTE [Pool stealing]: a chunk the parent has taken back is not run (after the progress
+    // word, as the generation).
+    const stolenFrom = Atomics.load(this.#ctl, this.#stealFrom);
+    const stolenTo = Atomics.load(this.#ctl, this.#stealTo);
+    if (((seq - stolenFrom) | 0) >= 0 && ((seq - stolenTo) | 0) < 0) {
+      this.#record(STOLEN, 0, null);
+      return;
     }
     if (g.slot !== NO_SLOT && Atomics.load(this.#ctl, genWord(this.#size, g.slot)) !== g.gen) {
       this.#record(SKIPPED, 0, null);

@@ -37,6 +37,9 @@ export class WorkerState {
   exclusiveCount = 0;
   /** SIGKILL after an abort's SIGTERM, if it is still running then. */
   killTimer: NodeJS.Timeout | null = null;
+  /** The chunks [stealFrom, stealTo) taken back from it (NOTE [Pool stealing]). */
+  stealFrom = 0;
+  stealTo = 0;
   /** Task functions this process has been told of (TARGET). */
   targets = new Set<number>();
 
