@@ -49,6 +49,15 @@ export abstract class Call {
     readonly retains: boolean,
   ) {}
 
+  /** When the call was submitted (performance.now()): its chunks wait from then (NOTE [Pool stats]). */
+  since = 0;
+
+  /** Since when a chunk taken `now` has been waiting (NOTE [Pool stats]). */
+  queuedAt(_now: number): number {
+    return this.since;
+  }
+  /** Tasks not given out yet (pool.stats()). */
+  abstract queuedTasks(): number;
   /** The next chunk; null when there is none now. */
   abstract take(): Taken | null;
   /** The items of chunk `index` again, for a resend; `kept` is what take() kept of them (retains). */

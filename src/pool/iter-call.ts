@@ -63,6 +63,15 @@ export class IterCall extends Call implements AsyncIterableIterator<unknown> {
     }
   }
 
+  /** An imap's chunk waits from when it is read and given out, not from the call (NOTE [Pool stats]). */
+  override queuedAt(now: number): number {
+    return now;
+  }
+
+  queuedTasks(): number {
+    return this.settled ? 0 : this.#buffered.length;
+  }
+
   take(): Taken | null {
     if (this.exhausted || this.settled || this.#taken - this.#consumed >= this.#ahead) return null;
     const items: unknown[] = [];

@@ -42,6 +42,10 @@ export class ListCall extends Call {
     return { call: this, index, kept: undefined, items: this.resend(index) };
   }
 
+  queuedTasks(): number {
+    return this.settled ? 0 : Math.max(0, this.#src.length - this.#next * this.chunkLen);
+  }
+
   /** A long chunk of numbers packed straight from the input (NOTE [Packed numbers]), else a slice of it. */
   resend(index: number): ArrayLike<unknown> {
     const from = index * this.chunkLen;

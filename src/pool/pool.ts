@@ -9,6 +9,7 @@ import { defaultChunksize, type Call } from './calls.js';
 import { ListCall } from './list-call.js';
 import { IterCall } from './iter-call.js';
 import { Scheduler } from './scheduler.js';
+import type { PoolStats } from './pool-stats.js';
 
 export interface PoolOptions {
   /** How many workers. Default os.availableParallelism(). */
@@ -250,6 +251,15 @@ export class Pool implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     this.close();
     await this.join();
+  }
+
+  /**
+   * What the pool has done: tasks done, failed, queued and at workers; worker restarts; run
+   * and wait percentiles of the last 1,000 chunks; each worker's busy share (NOTE [Pool
+   * stats]). A plain object made from counters: cheap enough for a hot loop.
+   */
+  stats(): PoolStats {
+    return this.#scheduler.stats();
   }
 
   /** The pids (threadIds for threads) of the workers now running. */

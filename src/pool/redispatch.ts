@@ -36,6 +36,13 @@ export class RetryQueue {
     return this.#list.length;
   }
 
+  /** How many tasks its chunks hold (pool.stats()). */
+  tasks(): number {
+    let n = 0;
+    for (const r of this.#list) if (!r.call.settled) n += r.call.lengthOf(r.index, r.kept);
+    return n;
+  }
+
   /** Chunks taken for a batch that was not sent, back in front, in order (the settled ones are let go when next taken). */
   putBack(chunks: readonly Retry[]): void {
     this.#list.unshift(...chunks.map(({ call, index, kept }) => ({ call, index, kept })));
@@ -77,8 +84,9 @@ export class RetryQueue {
    * Worker `id` (state `w`) ended as `exit`, its progress word reading `progress`: the chunks
    * it held are sorted as NOTE [Pool redispatch] says, and it holds none after.
    */
-  takeBack(id: number, w: WorkerState, progress: number, exit: WorkerExit): void {
+  takeBack(id: number, w: WorkerState, progress: number, exit: WorkerExit): number {
     const back: Retry[] = [];
+    let lost = 0;
     for (let seq = w.doneSeq; seq !== w.nextSeq; seq = (seq + 1) | 0) {
       const at = seq & MASK;
       const call = w.calls[at];
@@ -91,6 +99,7 @@ export class RetryQueue {
       if (call.settled) this.finished(call);
       else if (!started) back.push({ call, index, kept });
       else {
+        lost += call.lengthOf(index, kept);
         call.failed(index, lostError(id, exit));
         this.finished(call);
       }
@@ -99,6 +108,7 @@ export class RetryQueue {
     w.exclusive = null;
     w.exclusiveCount = 0;
     this.#list.unshift(...back);
+    return lost;
   }
 
   /**

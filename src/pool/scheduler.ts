@@ -17,6 +17,7 @@ import { PoolWorkers } from './worker-lives.js';
 import { CALL_SLOTS, FAILED, BATCH_ITEMS, MAX_BATCH, NO_SLOT, OK, STOLEN, TARGET, genWord } from './messages.js';
 import { stealForIdle, stealPending } from './steal.js';
 import { runMessage } from './run-message.js';
+import { PoolMeter, type PoolStats } from './pool-stats.js';
 
 export interface SchedulerOptions {
   size: number;
@@ -49,6 +50,7 @@ export class Scheduler implements CallHost {
   #pumping = false;
   #rotate = 0;
   #idle: (() => void) | null = null;
+  readonly #meter: PoolMeter;
 
   constructor(options: SchedulerOptions) {
     const { size } = options;
@@ -64,7 +66,9 @@ export class Scheduler implements CallHost {
       initargs: options.initargs,
       onDone: (id, m) => this.#onDone(id, m),
       // What it held goes back: begun chunks fail, the others go first (NOTE [Pool redispatch]).
-      onExit: (id, w, progress, exit) => this.#retry.takeBack(id, w, progress, exit),
+      onExit: (id, w, progress, exit) => {
+        this.#meter.failed += this.#retry.takeBack(id, w, progress, exit);
+      },
       onReplaced: () => this.#pump(),
       onBroken: (error) => {
         for (const call of [...this.#active]) call.fail(error);
@@ -78,6 +82,7 @@ export class Scheduler implements CallHost {
         this.#active.clear();
       },
     });
+    this.#meter = new PoolMeter(size);
     this.#ctl = this.#set.ctl;
     this.#workers = this.#set.states;
   }
@@ -102,6 +107,7 @@ export class Scheduler implements CallHost {
       call.gen = Atomics.load(this.#ctl, genWord(this.size, call.slot));
     }
     call.abortable = abortable;
+    call.since = performance.now();
     this.#queue.push(call);
     this.#active.add(call);
     this.#pump();
@@ -110,6 +116,24 @@ export class Scheduler implements CallHost {
   /** PIDs (threadIds) of the workers now running. */
   pids(): number[] {
     return this.#set.pids();
+  }
+
+  /** pool.stats() (NOTE [Pool stats]): counters read, percentiles sorted now; nothing on a task's path. */
+  stats(): PoolStats {
+    let queued = this.#retry.tasks();
+    for (const call of this.#queue) queued += call.queuedTasks();
+    let inFlight = 0;
+    for (const w of this.#workers) inFlight += w.tasksHeld();
+    return {
+      done: this.#meter.done,
+      failed: this.#meter.failed,
+      queued,
+      inFlight,
+      restarts: this.#set.restarts,
+      runTime: this.#meter.run.percentiles(),
+      waitTime: this.#meter.wait.percentiles(),
+      workers: this.#meter.workers(this.#set.pidsById()),
+    };
   }
 
   // --- CallHost ---------------------------------------------------------------------------
@@ -188,6 +212,7 @@ export class Scheduler implements CallHost {
       // the chunks are back in front; a smaller batch.
       if (batch === null) continue;
       const first = w.nextSeq;
+      const now = performance.now();
       for (let k = 0; k < taken.length; k++) {
         const t = taken[k]!;
         if (t.call.abortable) {
@@ -198,6 +223,7 @@ export class Scheduler implements CallHost {
         w.calls[at] = t.call;
         w.index[at] = t.index;
         w.kept[at] = t.call.retains ? t.kept : undefined;
+        w.queuedAt[at] = t.call.queuedAt(now);
       }
       w.nextSeq = (first + taken.length) | 0;
       w.assigned += taken.length;
@@ -261,6 +287,11 @@ export class Scheduler implements CallHost {
     const values = m[4] as ArrayLike<unknown>; // an array, or packed numbers (NOTE [Packed numbers])
     const status = m[5] as number[] | null;
     const errors = m[6] as SerializedError[] | null;
+    const elapsedUs = m[3] as number;
+    // NOTE [Pool stats]: each chunk of the message as their mean, one after the other.
+    const runMs = elapsedUs / 1000 / count;
+    let begun = performance.now() - elapsedUs / 1000;
+    this.#meter.busy(id, elapsedUs);
     let v = 0;
     let e = 0;
     for (let k = 0; k < count; k++) {
@@ -274,6 +305,8 @@ export class Scheduler implements CallHost {
       w.kept[at] = undefined;
       if (call === w.exclusive && --w.exclusiveCount === 0) w.exclusive = null;
       const st = status === null ? OK : status[k]!;
+      const waitMs = begun - w.queuedAt[at]!;
+      begun += runMs;
       if (st === STOLEN) {
         // In the range, and not run: it goes again, in front (still one of the call's in flight).
         w.assigned--;
@@ -284,14 +317,16 @@ export class Scheduler implements CallHost {
         const n = call.lengthOf(index, kept);
         if (!call.settled) call.done(index, values, v, n);
         v += n;
+        this.#meter.chunk(id, n, true, runMs, waitMs);
       } else if (st === FAILED) {
+        this.#meter.chunk(id, call.lengthOf(index, kept), false, runMs, waitMs);
         const err = errors![e++]!;
         if (!call.settled) call.failed(index, rebuildTaskError(err));
       }
       this.#chunkFinished(call);
     }
     w.doneSeq = (first + count) | 0;
-    w.observe(m[3] as number, count);
+    w.observe(elapsedUs, count);
     // maxtasksperchild: every chunk it was given is back; a new process takes its place.
     if (spent(w, this.#maxTasks)) this.#set.renew(id);
     this.#pump();

@@ -47,6 +47,8 @@ export interface PoolWorkerEvents {
 
 export class PoolWorkers {
   readonly size: number;
+  /** Workers replaced so far (pool.stats()). */
+  restarts = 0;
   /** What the scheduler knows of each worker id (pool/worker-state.ts). */
   readonly states: WorkerState[];
   /** NOTE [Pool control block]: progress words first, then call generations. */
@@ -124,9 +126,17 @@ export class PoolWorkers {
     return out;
   }
 
+  /** Each worker id's current pid (threadId), null where none runs. */
+  pidsById(): (number | null)[] {
+    const out: (number | null)[] = [];
+    for (let id = 0; id < this.size; id++) out.push(this.#set.pid(id));
+    return out;
+  }
+
   /** A new process for worker id `id` (maxtasksperchild: every chunk it was given is back); none once stopping. */
   renew(id: number): void {
     if (this.#stopping) return;
+    this.restarts++;
     this.#set.replace(id);
     this.states[id]!.reset();
   }

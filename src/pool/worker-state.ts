@@ -23,6 +23,8 @@ export class WorkerState {
   readonly calls: (Call | null)[] = new Array<Call | null>(RING).fill(null);
   readonly index = new Int32Array(RING);
   readonly kept: unknown[] = new Array<unknown>(RING);
+  /** When each chunk began waiting (performance.now(), NOTE [Pool stats]). */
+  readonly queuedAt = new Float64Array(RING);
   window = START_WINDOW;
   /** Microseconds a chunk takes here, smoothed; 0 until known. */
   estimate = 0;
@@ -45,6 +47,16 @@ export class WorkerState {
 
   inFlight(): number {
     return (this.nextSeq - this.doneSeq) | 0;
+  }
+
+  /** How many tasks its chunks hold (pool.stats()). */
+  tasksHeld(): number {
+    let n = 0;
+    for (let seq = this.doneSeq; seq !== this.nextSeq; seq = (seq + 1) | 0) {
+      const call = this.calls[seq & MASK];
+      if (call !== null && call !== undefined && !call.settled) n += call.lengthOf(this.index[seq & MASK]!, this.kept[seq & MASK]);
+    }
+    return n;
   }
 
   /** Whether chunk `seq` (the worker's progress word) is one it holds, of `call`. */
