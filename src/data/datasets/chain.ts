@@ -37,7 +37,7 @@ export class ChainDataset<T = unknown> extends ComposedDataset implements AsyncI
 
   async *[Symbol.asyncIterator](): AsyncIterator<T> {
     this.needBuilt();
-    for (const p of this.parts) yield* p.dataset as AsyncIterable<T> | Iterable<T>;
+    for (const p of this.parts) yield* (Array.isArray(p.given) ? p.given : p.dataset) as AsyncIterable<T> | Iterable<T>;
   }
 
   protected override check(): void {

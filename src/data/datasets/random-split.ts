@@ -1,6 +1,6 @@
 // torch.utils.data.random_split: a random partition of a dataset into Subsets of given
 // lengths, or of given fractions of its length (floored, then the remainder handed out one
-// by one from the first split on, as torch does).
+// by one from the first split on, as torch does). An empty split is allowed (torch warns).
 import { InvalidArgumentError } from '../../errors.js';
 import { Generator, checkSeed } from '../generator.js';
 import type { DatasetSource } from './composed.js';
@@ -28,14 +28,6 @@ export function splitLengths(n: number, lengths: readonly number[]): number[] {
     });
     const remainder = n - out.reduce((a, b) => a + b, 0);
     for (let i = 0; i < remainder; i++) out[i % out.length]! += 1;
-    out.forEach((len, i) => {
-      if (len === 0) {
-        process.emitWarning(`randomSplit: the split at index ${i} is empty (length 0).`, {
-          type: 'TensorprocWarning',
-          code: 'TP_EMPTY_SPLIT',
-        });
-      }
-    });
   } else {
     const bad = lengths.findIndex((x) => !Number.isInteger(x) || x < 0);
     if (bad >= 0) {
