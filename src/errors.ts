@@ -242,6 +242,11 @@ export class DatasetNeedsTargetError extends TypeError {
   readonly code = 'ERR_TP_DATASET_NEEDS_TARGET';
   override name = 'DatasetNeedsTargetError';
 }
+/** TensorDataset's tensors, or StackDataset's datasets, differ in length (torch's "Size mismatch"). */
+export class DatasetSizeMismatchError extends RangeError {
+  readonly code = 'ERR_TP_DATASET_SIZE_MISMATCH';
+  override name = 'DatasetSizeMismatchError';
+}
 /** The default collate cannot batch these samples (`path` says where: `batch[3].image`). */
 export class CollateError extends TypeError {
   readonly code = 'ERR_TP_COLLATE';

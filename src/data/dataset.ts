@@ -95,6 +95,6 @@ export function needsTarget(what: 'dataset' | 'collate' | 'workerInit'): Dataset
   return new DatasetNeedsTargetError(
     `A DataLoader with numWorkers > 0 cannot use a ${what} ${what === 'dataset' ? 'object' : 'function'}: each worker process ` +
       `builds its own from a target, since objects and functions cannot cross to another process. Pass a ${what} target ` +
-      `${example}, or numWorkers: 0.`,
+      `${example}${what === 'dataset' ? ", or a dataset of tensorproc's classes over shared tensors or targets (mp.TensorDataset, Subset, ConcatDataset…), which travel to the workers; an object of this process cannot" : ''}, or numWorkers: 0.`,
   );
 }

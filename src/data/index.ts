@@ -11,3 +11,16 @@ export { defaultCollate, defaultConvert } from './collate.js';
 export { getWorkerInfo } from './worker-info.js';
 export type { WorkerInfo } from './worker-info.js';
 export { releaseTensors } from './release.js';
+export { TensorDataset } from './datasets/tensor-dataset.js';
+export { Subset } from './datasets/subset.js';
+export { ConcatDataset } from './datasets/concat.js';
+export { ChainDataset } from './datasets/chain.js';
+export { StackDataset } from './datasets/stack.js';
+export { randomSplit } from './datasets/random-split.js';
+export type { RandomSplitOptions } from './datasets/random-split.js';
+export type { DatasetSource } from './datasets/composed.js';
+export { WeightedRandomSampler } from './samplers/weighted.js';
+export type { WeightedRandomSamplerOptions } from './samplers/weighted.js';
+export { DistributedSampler } from './samplers/distributed.js';
+export type { DistributedSamplerOptions } from './samplers/distributed.js';
+import './datasets/travel.js'; // their reductions (NOTE [Datasets that travel])

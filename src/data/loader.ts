@@ -4,7 +4,6 @@
 import { InvalidArgumentError, NoLengthError } from '../errors.js';
 import { defaultCollate, defaultConvert } from './collate.js';
 import {
-  buildDataset,
   checkDatasetTarget,
   classify,
   isDatasetTarget,
@@ -24,6 +23,7 @@ import { BatchSampler, RandomSampler, SequentialSampler } from './sampler.js';
 import { loadOption, type FunctionTarget } from './target.js';
 import type { WorkerSpec } from './messages.js';
 import { LoaderWorkers } from './workers.js';
+import { buildSource, checkTravels, isComposed } from './datasets/source.js';
 import { resolveTarget } from '../process/target.js';
 
 export class DataLoader<B = unknown> implements AsyncIterable<B> {
@@ -52,6 +52,10 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     this.#samplerGenerators = samplerGenerators([s.sampler, s.batchSampler], s.generator);
     if (isDatasetTarget(dataset)) {
       checkDatasetTarget(dataset);
+    } else if (isComposed(dataset)) {
+      // NOTE [Datasets that travel]: sent to the workers as handles; its targets built by ready().
+      if (s.numWorkers > 0) checkTravels(dataset);
+      if (dataset.isBuilt) this.#setBuilt(classify(dataset, 'The dataset given to DataLoader'));
     } else {
       if (s.numWorkers > 0) throw needsTarget('dataset');
       this.#setBuilt(classify(dataset, 'The dataset given to DataLoader'));
@@ -78,7 +82,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   /** Builds a dataset target in this process (the main process needs its length and kind). Iterating calls it. */
   ready(): Promise<this> {
     if (this.#built !== null) return Promise.resolve(this);
-    this.#building ??= buildDataset(this.#source as DatasetTarget)
+    this.#building ??= buildSource(this.#source as DatasetTarget)
       .then((b) => this.#setBuilt(b))
       .finally(() => {
         this.#building = null;
@@ -187,7 +191,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       };
       const source = this.#source as DatasetTarget;
       return {
-        dataset: { ...(await resolve(source))!, args: source.args ?? [] },
+        dataset: isComposed(source) ? source : { ...(await resolve(source))!, args: source.args ?? [] },
         collate: await resolve(s.collate as FunctionTarget | undefined),
         workerInit: await resolve(s.workerInit as FunctionTarget | undefined),
       };

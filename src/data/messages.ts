@@ -3,12 +3,13 @@
 // workers.ts is the parent side, worker-main.ts the worker side.
 import type { SerializedError } from '../process/messages.js';
 import type { DatasetKind } from './dataset.js';
+import type { ComposedDataset } from './datasets/composed.js';
 import type { FetchRequest } from './fetch.js';
 
 /** A worker's start arguments: everything it needs to build its replica and load batches. */
 export interface WorkerSpec {
-  /** The dataset target, its module resolved to a file: URL by the parent. */
-  dataset: { module: string; export: string; args: readonly unknown[] };
+  /** The dataset target, its module resolved to a file: URL by the parent, or a composed dataset (NOTE [Datasets that travel]). */
+  dataset: { module: string; export: string; args: readonly unknown[] } | ComposedDataset;
   kind: DatasetKind;
   collate: { module: string; export: string } | null;
   workerInit: { module: string; export: string } | null;

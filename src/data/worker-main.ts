@@ -8,7 +8,8 @@ import '../sharing/index.js'; // the shared allocator: collate writes into share
 import { END, workerMain } from '../workers/worker-port.js';
 import { errorMessage } from '../process/error-payload.js';
 import { defaultCollate, defaultConvert } from './collate.js';
-import { buildDataset, type Dataset } from './dataset.js';
+import type { Dataset } from './dataset.js';
+import { buildSource } from './datasets/source.js';
 import { END as NO_MORE, closeFetcher, makeFetcher, type CollateFn, type Fetcher } from './fetch.js';
 import { Generator } from './generator.js';
 import type { FromWorker, ToWorker, WorkerSpec } from './messages.js';
@@ -47,7 +48,7 @@ export const main = workerMain<[WorkerSpec]>(async ({ id, port, args: [spec] }) 
   let collate: CollateFn;
   try {
     // torch: seeded, then worker_init_fn(id) with the replica already in get_worker_info().dataset.
-    dataset = (await buildDataset(spec.dataset)).dataset;
+    dataset = (await buildSource(spec.dataset)).dataset;
     setWorkerInfo({ ...info, dataset });
     if (spec.workerInit !== null) await (await loadFunction(spec.workerInit, 'workerInit target'))(id);
     collate =

@@ -10,3 +10,4 @@ import '../queue/index.js';
 import '../sync/index.js';
 import '../workers/worker-port.js';
 import '../pool/control-block.js';
+import '../data/datasets/travel.js';
