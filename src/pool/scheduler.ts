@@ -157,30 +157,14 @@ export class Scheduler implements CallHost {
     if (this.#pumping || this.#set.broken) return;
     this.#pumping = true;
     try {
-      // A worker idle and nothing to give it: chunks another holds and has not begun (NOTE [Pool stealing]).
-      if (!this.#hasWork()) {
-        const back = stealForIdle(this.#workers, this.#ctl);
-        if (back.length > 0) this.#retry.putBack(back);
-      }
-      // Which workers take chunks now: those with half their window back (so that batches
-      // stay large), and idle ones at once.
-      const taking: number[] = [];
-      for (let n = 0; n < this.size; n++) {
-        const id = (this.#rotate + n) % this.size;
-        const w = this.#workers[id]!;
-        const room = this.#room(w);
-        if (w.alive && room > 0 && (room >= w.window >> 1 || w.inFlight() === 0)) taking.push(id);
-      }
-      // In rounds of half a window each, so that a few slow tasks spread over every worker
-      // rather than filling the first ones' windows.
-      while (taking.length > 0 && this.#hasWork()) {
-        for (let k = 0; k < taking.length; k++) {
-          const id = taking[k]!;
-          const w = this.#workers[id]!;
-          const room = this.#room(w);
-          const sent = room > 0 && w.alive ? this.#fill(id, w, Math.min(room, Math.max(1, w.window >> 1), MAX_BATCH)) : 0;
-          if (sent === 0 || sent === room) taking.splice(k--, 1);
-        }
+      this.#distribute();
+      // A worker still idle: nothing can be given to it now (no call has a chunk, or an imap
+      // has as many out as its buffersize allows, some held by a busy worker): chunks another
+      // holds and has not begun go to it (NOTE [Pool stealing]).
+      const back = stealForIdle(this.#workers, this.#ctl);
+      if (back.length > 0) {
+        this.#retry.putBack(back);
+        this.#distribute();
       }
       this.#rotate = (this.#rotate + 1) % this.size;
     } finally {
@@ -188,6 +172,30 @@ export class Scheduler implements CallHost {
     }
     // Outstanding chunks keep the process alive; a call waiting for its consumer does not.
     this.#set.keepAlive(this.#outstanding > 0);
+  }
+
+  /** One round of giving chunks to the workers with room. */
+  #distribute(): void {
+    // Which workers take chunks now: those with half their window back (so that batches
+    // stay large), and idle ones at once.
+    const taking: number[] = [];
+    for (let n = 0; n < this.size; n++) {
+      const id = (this.#rotate + n) % this.size;
+      const w = this.#workers[id]!;
+      const room = this.#room(w);
+      if (w.alive && room > 0 && (room >= w.window >> 1 || w.inFlight() === 0)) taking.push(id);
+    }
+    // In rounds of half a window each, so that a few slow tasks spread over every worker
+    // rather than filling the first ones' windows.
+    while (taking.length > 0 && this.#hasWork()) {
+      for (let k = 0; k < taking.length; k++) {
+        const id = taking[k]!;
+        const w = this.#workers[id]!;
+        const room = this.#room(w);
+        const sent = room > 0 && w.alive ? this.#fill(id, w, Math.min(room, Math.max(1, w.window >> 1), MAX_BATCH)) : 0;
+        if (sent === 0 || sent === room) taking.splice(k--, 1);
+      }
+    }
   }
 
   /** How many more chunks worker `w` may be given now. */

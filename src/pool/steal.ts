@@ -5,8 +5,10 @@
 // CPython's pool has one task queue that every worker takes from, so an idle worker never
 // waits while another has work queued behind a long task. This pool gives each worker a
 // window of chunks ahead (NOTE [Pool windows]), which is what makes tiny tasks fast, and so
-// commits chunks to a worker before it is free. When a worker is idle and no call has a
-// chunk to give, the scheduler takes back half (rounded up) of the chunks not begun of the
+// commits chunks to a worker before it is free. When a worker is idle and nothing can be
+// given to it (no call has a chunk to give, or an imap has as many chunks out as its
+// buffersize allows, some of them behind a busy worker), the scheduler takes back half
+// (rounded up) of the chunks not begun of the
 // worker that holds most, and gives them to whoever has room, the idle one first, in front
 // of everything else (as NOTE [Pool redispatch] does for a dead worker's).
 // The taking back is a range of sequence numbers [from, to) in the control block (NOTE

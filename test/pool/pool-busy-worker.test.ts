@@ -45,6 +45,9 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
       );
       assert.deepEqual(await collect(pool.imap(task('square'), range(10))), squares(10));
       assert.deepEqual(await collect(pool.imap(task('square'), range(100), { chunksize: 7 })), squares(100));
+      // More than buffersize: chunks held by the busy worker count against it until taken back.
+      assert.deepEqual(await collect(pool.imap(task('square'), range(1000))), squares(1000));
+      assert.equal((await collect(pool.imapUnordered(task('square'), range(1000), { buffersize: 8 }))).length, 1000);
       const unordered = (await collect(pool.imapUnordered(task('square'), range(10)))) as number[];
       assert.deepEqual(
         unordered.sort((a, b) => a - b),
