@@ -59,6 +59,12 @@ export const fmtShare = (x: number | undefined): string => (x === undefined ? 'â
 export function verdict(m: Medians, workload: string, impl: string, caseName: string): { bar: string; verdict: string } {
   const bar = barFor(workload, caseName, impl);
   if (bar === null) return { bar: '', verdict: '' };
+  if (bar.atMost !== undefined) {
+    // A figure judged as it is (W3 mixed's multiple of its own free worker), in its own unit only.
+    const v = m.unit.startsWith('x ') ? m.get(impl, caseName) : undefined;
+    if (v === undefined) return { bar: '', verdict: '' };
+    return { bar: bar.text, verdict: `${v <= bar.atMost ? 'pass' : 'BELOW'} (${fmtRatio(v)})` };
+  }
   const r = m.ratio(impl, bar.against, caseName);
   if (r === undefined) return { bar: bar.text, verdict: `â€“ (no ${bar.against})` };
   const shown = isLimit(bar.against) ? fmtShare(r) : fmtRatio(r);

@@ -38,7 +38,7 @@ function genericReport(workload: string, m: Medians): string {
   return parts.join('\n\n');
 }
 
-const ORDER = ['W1', 'W2', 'W3', 'W4'];
+const ORDER = ['W1', 'W2', 'W3', 'W3mixed', 'W4'];
 
 /** Every workload's tables, W1-W4 first, as markdown (a workload with two units: a table each). */
 export function report(records: BenchRecord[]): string {
