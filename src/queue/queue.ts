@@ -4,8 +4,9 @@
 import { addon, systemError } from '../native/index.js';
 import { InvalidArgumentError, QueueEmptyError, QueueFullError } from '../errors.js';
 import { describeValue } from '../describe-value.js';
-import { Endpoint, checkMessage, registerReduction, settled, timeoutOption, type Frame } from '../transport/index.js';
+import { Endpoint, checkMessage, registerReduction, settled, timeoutOption, type Frame, type Reduction } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
+import { registerWaitable } from './waitable.js';
 import { Slots } from './slots.js';
 import { GetSpin } from './spin.js';
 import { checkState, closeAll, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
@@ -63,6 +64,18 @@ class QueueCore {
 }
 
 let adopting: QueueCore | null = null;
+
+/**
+ * @internal What a subclass in another file (JoinableQueue) reaches of a Queue: its shared
+ * words, its waiting puts, and its reduction under another name and class.
+ */
+export let queueParts!: {
+  words(q: Queue): SharedWords;
+  /** Puts of this process waiting for a slot (close() rejects them). */
+  waitingPuts(q: Queue): number;
+  /** How `type` travels: as a Queue, rebuilt by `make()` (a `new` of it, which adopts the received core). */
+  reduction<Q extends Queue>(name: string, type: Function & { readonly prototype: Q }, make: () => Q): Reduction<Q>;
+};
 
 export class Queue<T = unknown> {
   readonly #core: QueueCore;
@@ -242,36 +255,42 @@ export class Queue<T = unknown> {
   }
 
   static {
-    registerReduction<Queue>({
-      name: 'queue',
-      type: Queue,
-      reduce(q, ctx) {
-        const core = q.#core;
-        if (core.endpoint.closed) throw core.endpoint.closedError();
-        const max = core.slots.maxsize;
-        return [max === Infinity ? 0 : max, ctx.fd(core.endpoint.sendFd), ctx.fd(core.endpoint.recvFd), ctx.fd(core.state.fd)];
-      },
-      rebuild(state, ctx) {
-        const [maxsize, s, r, w] = checkState(state, 4, 'queue');
-        const fds = [ctx.takeFd(s), ctx.takeFd(r), ctx.takeFd(w)];
-        return reuseOrAdopt<Queue>(
-          fds,
-          1,
-          (x) => !x.isClosed(),
-          (key) => {
-            let words: SharedWords;
-            try {
-              words = SharedWords.open(fds[2]!); // closes its descriptor if it fails
-            } catch (e) {
-              closeAll(fds.slice(0, 2));
-              throw e;
-            }
-            adopting = new QueueCore(fds[0]!, fds[1]!, words, checkMaxsize(maxsize), key);
-            return new Queue();
-          },
-        );
-      },
-    });
+    queueParts = {
+      words: (q) => q.#core.state,
+      waitingPuts: (q) => q.#core.slots.waiting,
+      reduction: (name, type, make) => ({
+        name,
+        type,
+        reduce(q, ctx) {
+          const core = q.#core;
+          if (core.endpoint.closed) throw core.endpoint.closedError();
+          const max = core.slots.maxsize;
+          return [max === Infinity ? 0 : max, ctx.fd(core.endpoint.sendFd), ctx.fd(core.endpoint.recvFd), ctx.fd(core.state.fd)];
+        },
+        rebuild(state, ctx) {
+          const [maxsize, s, r, w] = checkState(state, 4, 'queue');
+          const fds = [ctx.takeFd(s), ctx.takeFd(r), ctx.takeFd(w)];
+          return reuseOrAdopt(
+            fds,
+            1,
+            (x) => !x.isClosed(),
+            (key) => {
+              let words: SharedWords;
+              try {
+                words = SharedWords.open(fds[2]!); // closes its descriptor if it fails
+              } catch (e) {
+                closeAll(fds.slice(0, 2));
+                throw e;
+              }
+              adopting = new QueueCore(fds[0]!, fds[1]!, words, checkMaxsize(maxsize), key);
+              return make();
+            },
+          );
+        },
+      }),
+    };
+    registerReduction<Queue>(queueParts.reduction('queue', Queue, () => new Queue()));
+    registerWaitable(Queue, (q) => q.#core.endpoint);
   }
 }
 
