@@ -64,6 +64,8 @@ class QueueCore {
 }
 
 let adopting: QueueCore | null = null;
+/** Set while a subclass's reduction rebuilds through the Queue's: how to make the object (see queueParts). */
+let rebuildAs: (() => Queue) | null = null;
 
 /**
  * @internal What a subclass in another file (JoinableQueue) reaches of a Queue: its shared
@@ -255,42 +257,55 @@ export class Queue<T = unknown> {
   }
 
   static {
+    const reduction: Reduction<Queue> = {
+      name: 'queue',
+      type: Queue,
+      reduce(q, ctx) {
+        const core = q.#core;
+        if (core.endpoint.closed) throw core.endpoint.closedError();
+        const max = core.slots.maxsize;
+        return [max === Infinity ? 0 : max, ctx.fd(core.endpoint.sendFd), ctx.fd(core.endpoint.recvFd), ctx.fd(core.state.fd)];
+      },
+      rebuild(state, ctx) {
+        const [maxsize, s, r, w] = checkState(state, 4, 'queue');
+        const fds = [ctx.takeFd(s), ctx.takeFd(r), ctx.takeFd(w)];
+        return reuseOrAdopt<Queue>(
+          fds,
+          1,
+          (x) => !x.isClosed(),
+          (key) => {
+            let words: SharedWords;
+            try {
+              words = SharedWords.open(fds[2]!); // closes its descriptor if it fails
+            } catch (e) {
+              closeAll(fds.slice(0, 2));
+              throw e;
+            }
+            adopting = new QueueCore(fds[0]!, fds[1]!, words, checkMaxsize(maxsize), key);
+            return rebuildAs !== null ? rebuildAs() : new Queue();
+          },
+        );
+      },
+    };
+    registerReduction(reduction);
+    registerWaitable(Queue, (q) => q.#core.endpoint);
     queueParts = {
       words: (q) => q.#core.state,
       waitingPuts: (q) => q.#core.slots.waiting,
       reduction: (name, type, make) => ({
         name,
         type,
-        reduce(q, ctx) {
-          const core = q.#core;
-          if (core.endpoint.closed) throw core.endpoint.closedError();
-          const max = core.slots.maxsize;
-          return [max === Infinity ? 0 : max, ctx.fd(core.endpoint.sendFd), ctx.fd(core.endpoint.recvFd), ctx.fd(core.state.fd)];
-        },
+        reduce: reduction.reduce,
         rebuild(state, ctx) {
-          const [maxsize, s, r, w] = checkState(state, 4, 'queue');
-          const fds = [ctx.takeFd(s), ctx.takeFd(r), ctx.takeFd(w)];
-          return reuseOrAdopt(
-            fds,
-            1,
-            (x) => !x.isClosed(),
-            (key) => {
-              let words: SharedWords;
-              try {
-                words = SharedWords.open(fds[2]!); // closes its descriptor if it fails
-              } catch (e) {
-                closeAll(fds.slice(0, 2));
-                throw e;
-              }
-              adopting = new QueueCore(fds[0]!, fds[1]!, words, checkMaxsize(maxsize), key);
-              return make();
-            },
-          );
+          rebuildAs = make;
+          try {
+            return reduction.rebuild(state, ctx) as ReturnType<typeof make>;
+          } finally {
+            rebuildAs = null;
+          }
         },
       }),
     };
-    registerReduction<Queue>(queueParts.reduction('queue', Queue, () => new Queue()));
-    registerWaitable(Queue, (q) => q.#core.endpoint);
   }
 }
 
