@@ -383,6 +383,14 @@ export class BoundExceededError extends RangeError {
   readonly code = 'ERR_TP_BOUND_EXCEEDED';
   override name = 'BoundExceededError';
 }
+/**
+ * JoinableQueue.taskDone() called more times than items were put (Python's ValueError
+ * "task_done() called too many times").
+ */
+export class TaskDoneTooManyError extends RangeError {
+  readonly code = 'ERR_TP_TASK_DONE_TOO_MANY';
+  override name = 'TaskDoneTooManyError';
+}
 /** hold({timeout}) of a lock or semaphore did not get it within the timeout. */
 export class LockTimeoutError extends Error {
   readonly code = 'ERR_TP_LOCK_TIMEOUT';

@@ -4,6 +4,8 @@ export { Tensor, Storage, empty, zeros, full, tensor, DTYPES } from './tensor/in
 export type { DType, Scalar, TypedArray, TensorOptions, FromDataOptions } from './tensor/index.js';
 export { getAllSharingStrategies, getSharingStrategy, setSharingStrategy, emptyCache } from './sharing/index.js';
 export type { SharingStrategy } from './sharing/index.js';
+export { memoryStats } from './sharing/index.js';
+export type { MemoryStats, SegmentCount } from './sharing/index.js';
 export * from './process/index.js';
 export * from './queue/index.js';
 export * from './data/index.js';

@@ -6,6 +6,7 @@ import { addon, systemError } from '../native/index.js';
 import { InvalidArgumentError } from '../errors.js';
 import { describeValue } from '../describe-value.js';
 import { Endpoint, checkTimeout, registerReduction } from '../transport/index.js';
+import { registerWaitable } from './waitable.js';
 import { checkState, remember, keyOrClose, reuseOrAdopt, track, untrack } from './lifetime.js';
 
 const READABLE = 1;
@@ -75,6 +76,7 @@ export class Connection<T = unknown> {
   }
 
   static {
+    registerWaitable(Connection, (c) => c.#endpoint);
     registerReduction<Connection>({
       name: 'connection',
       type: Connection,

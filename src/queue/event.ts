@@ -71,7 +71,23 @@ export class Event {
    */
   async wait(timeout?: number): Promise<boolean> {
     this.#check();
-    const limit = checkTimeout(timeout);
+    return this.#waitFor(checkTimeout(timeout), null);
+  }
+
+  /**
+   * @internal mp.wait(): as wait(), and false as soon as `stop` resolves (its futex thread
+   * woken then, so that nothing is left waiting).
+   */
+  waitUntil(limit: number | null, stop: Promise<void>): Promise<boolean> {
+    this.#check();
+    return this.#waitFor(limit, stop);
+  }
+
+  async #waitFor(limit: number | null, stop: Promise<void> | null): Promise<boolean> {
+    let stopped = false;
+    void stop?.then(() => {
+      stopped = true;
+    });
     const w = this.#state.words;
     // The count first: a pulse after it is seen, whenever it comes (after the flag check too).
     const sets = Atomics.load(w, SETS);
@@ -95,11 +111,16 @@ export class Event {
         const closed = new Promise<void>((resolve) => (cut = resolve));
         this.#onClose.add(cut);
         try {
-          await Promise.race([native, closed]);
+          await Promise.race(stop === null ? [native, closed] : [native, closed, stop]);
         } finally {
           this.#onClose.delete(cut);
         }
         this.#check(); // closed here while waiting: the words may be gone
+        if (stopped) {
+          // Ends this wait's futex thread now (a waiter elsewhere looks again and sleeps on).
+          this.#state.wake(SETS);
+          return Atomics.load(w, FLAG) === 1 || Atomics.load(w, SETS) !== sets;
+        }
       }
     } finally {
       // Not after close(): the words may be unmapped, and close() gave up this process's count.

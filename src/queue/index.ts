@@ -4,3 +4,6 @@ export type { QueueOptions, TimeoutOptions } from './queue.js';
 export { SimpleQueue } from './simple-queue.js';
 export { Pipe, Connection } from './connection.js';
 export { Event } from './event.js';
+export { JoinableQueue } from './joinable-queue.js';
+export { wait } from './wait-any.js';
+export type { Waitable, WaitOptions } from './wait-any.js';

@@ -4,8 +4,9 @@
 import { addon, systemError } from '../native/index.js';
 import { InvalidArgumentError, QueueEmptyError, QueueFullError } from '../errors.js';
 import { describeValue } from '../describe-value.js';
-import { Endpoint, checkMessage, registerReduction, settled, timeoutOption, type Frame } from '../transport/index.js';
+import { Endpoint, checkMessage, registerReduction, settled, timeoutOption, type Frame, type Reduction } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
+import { registerWaitable } from './waitable.js';
 import { Slots } from './slots.js';
 import { GetSpin } from './spin.js';
 import { checkState, closeAll, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
@@ -63,6 +64,20 @@ class QueueCore {
 }
 
 let adopting: QueueCore | null = null;
+/** Set while a subclass's reduction rebuilds through the Queue's: how to make the object (see queueParts). */
+let rebuildAs: (() => Queue) | null = null;
+
+/**
+ * @internal What a subclass in another file (JoinableQueue) reaches of a Queue: its shared
+ * words, its waiting puts, and its reduction under another name and class.
+ */
+export let queueParts!: {
+  words(q: Queue): SharedWords;
+  /** Puts of this process waiting for a slot (close() rejects them). */
+  waitingPuts(q: Queue): number;
+  /** How `type` travels: as a Queue, rebuilt by `make()` (a `new` of it, which adopts the received core). */
+  reduction<Q extends Queue>(name: string, type: Function & { readonly prototype: Q }, make: () => Q): Reduction<Q>;
+};
 
 export class Queue<T = unknown> {
   readonly #core: QueueCore;
@@ -242,7 +257,7 @@ export class Queue<T = unknown> {
   }
 
   static {
-    registerReduction<Queue>({
+    const reduction: Reduction<Queue> = {
       name: 'queue',
       type: Queue,
       reduce(q, ctx) {
@@ -267,11 +282,30 @@ export class Queue<T = unknown> {
               throw e;
             }
             adopting = new QueueCore(fds[0]!, fds[1]!, words, checkMaxsize(maxsize), key);
-            return new Queue();
+            return rebuildAs !== null ? rebuildAs() : new Queue();
           },
         );
       },
-    });
+    };
+    registerReduction(reduction);
+    registerWaitable(Queue, (q) => q.#core.endpoint);
+    queueParts = {
+      words: (q) => q.#core.state,
+      waitingPuts: (q) => q.#core.slots.waiting,
+      reduction: (name, type, make) => ({
+        name,
+        type,
+        reduce: reduction.reduce,
+        rebuild(state, ctx) {
+          rebuildAs = make;
+          try {
+            return reduction.rebuild(state, ctx) as ReturnType<typeof make>;
+          } finally {
+            rebuildAs = null;
+          }
+        },
+      }),
+    };
   }
 }
 

@@ -2,6 +2,7 @@
 // just the socketpair of a Queue (NOTE [Frames], NOTE [Sending without blocking]).
 import { addon, systemError } from '../native/index.js';
 import { Endpoint, registerReduction } from '../transport/index.js';
+import { registerWaitable } from './waitable.js';
 import { checkState, remember, keyOrClose, reuseOrAdopt, track, untrack } from './lifetime.js';
 
 let adopting: { endpoint: Endpoint; key: string } | null = null;
@@ -54,6 +55,7 @@ export class SimpleQueue<T = unknown> {
   }
 
   static {
+    registerWaitable(SimpleQueue, (q) => q.#endpoint);
     registerReduction<SimpleQueue>({
       name: 'simple-queue',
       type: SimpleQueue,

@@ -227,6 +227,11 @@ export class Slots {
     }
   }
 
+  /** Puts of this process waiting for a slot now. */
+  get waiting(): number {
+    return this.#waiters.length;
+  }
+
   /** Rejects every waiting put (the queue is closing here). */
   close(error: Error): void {
     for (const w of this.#waiters.slice()) {

@@ -10,6 +10,7 @@ import type { Segment } from './segment.js';
 import { onShed, releaseReceived } from './descriptors.js';
 import { onMappingsShort } from './mappings.js';
 import { Slabs, packed } from './packing.js';
+import { countHeld } from './memory-counters.js';
 
 /** A lease buffer that never reached user code, and its state, kept for the next lease. */
 export interface Spare {
@@ -142,7 +143,8 @@ function endLease(state: LeaseState, spare: Spare | null, how: LeaseEnd): void {
   }
   // Other pieces of the segment are alive here (NOTE [Packed small storages]): this process
   // still holds it.
-  if (--seg.leased > 0 || seg.openSlab) {
+  if (--seg.leased === 0) countHeld(seg.capacity, -1); // mp.memoryStats()
+  if (seg.leased > 0 || seg.openSlab) {
     if (spare !== null) addon.detach(spare.buffer); // not a piece's: nothing will ask for it
     if (housekeepingTimer === null && seg.leased === 0) wantHousekeeping(); // closeIdle()
     return;
@@ -206,7 +208,7 @@ export class Lease implements SharedBacking {
       this.#state = { segment, owned, offset, nbytes, ended: false };
       finalizer.register(this.buffer, this.#state, this.#state);
     }
-    segment.leased++;
+    if (segment.leased++ === 0) countHeld(segment.capacity, 1); // mp.memoryStats()
     if (!segment.tracked) track(segment);
   }
 

@@ -10,3 +10,5 @@ export { shedDescriptors, takeReserve, giveReserve, ensureReserve, keptCount } f
 export { hasMappingRoom, mappingsError, mappedSegments } from './mappings.js';
 export { slabs } from './allocator.js';
 export { PACK_BYTES, SLAB_BYTES, PIECE_ALIGN } from './packing.js';
+export { memoryStats } from './memory-stats.js';
+export type { MemoryStats, SegmentCount } from './memory-stats.js';

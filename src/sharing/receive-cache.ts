@@ -80,4 +80,9 @@ export class ReceiveCache<S extends SpareLike = SpareLike> {
   get size(): number {
     return this.#parked.size;
   }
+
+  /** Data bytes of the parked mappings (mp.memoryStats()). */
+  get bytes(): number {
+    return this.#bytes;
+  }
 }

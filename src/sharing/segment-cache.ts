@@ -293,4 +293,9 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
   get freeCount(): number {
     return this.#freeCount;
   }
+
+  /** Segments whose lease here ended while others hold them (mp.memoryStats()). */
+  get busyCount(): number {
+    return this.#busy.length;
+  }
 }

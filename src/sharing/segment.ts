@@ -32,6 +32,7 @@ import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, initHeader, claimSlot,
 import { managerClient } from './manager/client.js';
 import { debug } from '../debug.js';
 import { ensureMappingRoom, noteSegmentMapped, noteSegmentUnmapped } from './mappings.js';
+import { countMapped, countUnmapped } from './memory-counters.js';
 
 const unmapHooks: ((segment: Segment) => void)[] = [];
 /**
@@ -108,6 +109,7 @@ export class Segment {
     this.header = new Int32Array(addon.sharedBuffer(mapping, 0, HEADER_BYTES));
     this.#fd = fd;
     noteSegmentMapped(); // NOTE [Mapping budget]
+    countMapped(owned, capacity, fd !== null); // mp.memoryStats()
   }
 
   /** A new segment with room for `capacity` bytes, refcount 1 (this process). */
@@ -388,6 +390,7 @@ export class Segment {
     if (this.#unmapped) return;
     this.#unmapped = true;
     noteSegmentUnmapped();
+    countUnmapped(this.owned, this.capacity, this.#fd !== null);
     if (this.name !== null) managerClient.noteUnmapped(this.name);
     if (this.#fd !== null) {
       addon.close(this.#fd);

@@ -5,12 +5,14 @@
 // The default lock lives in the same block as the elements (NOTE [Sync blocks]): one segment.
 // The elements are also a Tensor over that storage, without a copy (`.tensor`).
 import { FrameDecodeError, IndexOutOfRangeError, InvalidArgumentError, InvalidCountError } from '../errors.js';
+import { describeValue } from '../describe-value.js';
 import { Tensor, type Scalar } from '../tensor/index.js';
 import type { DTypeInfo } from '../tensor/dtype.js';
 import { readScalar, writeScalar } from '../tensor/elements.js';
 import { SyncBlock, registerSyncKind } from './block.js';
 import { LOCK_WORDS, Lock, RLock } from './lock.js';
 import { typecodeInfo, type Typecode } from './typecodes.js';
+import { readChar, writeChar } from './char.js';
 
 const VALUE_TAG = 0x56414c55; // 'VALU'
 const ARRAY_TAG = 0x41525241; // 'ARRA'
@@ -26,7 +28,16 @@ export interface SharedOptions {
 
 type RawArray = { [i: number]: number | bigint; readonly length: number };
 
-let placing: { block: SyncBlock; base: number; info: DTypeInfo; lock: Lock | RLock | null } | null = null;
+interface Placed {
+  block: SyncBlock;
+  base: number;
+  info: DTypeInfo;
+  lock: Lock | RLock | null;
+  /** Typecode 'c': bytes read and written as one-character strings (char.ts). */
+  char: boolean;
+}
+
+let placing: Placed | null = null;
 const kData = Symbol('data');
 
 /** What Value and Array share: the elements, their lock, and how they travel. */
@@ -36,6 +47,7 @@ abstract class SharedData {
   readonly #info: DTypeInfo;
   readonly #raw: RawArray;
   readonly #lock: Lock | RLock | null;
+  readonly #char: boolean;
   #tensor: Tensor | null = null;
   /** Made here (not received): the constructor writes the initial data. */
   protected readonly fresh: boolean;
@@ -45,9 +57,10 @@ abstract class SharedData {
     placing = null;
     this.fresh = received === null;
     if (received !== null) {
-      ({ block: this.#block, base: this.#base, info: this.#info, lock: this.#lock } = received);
+      ({ block: this.#block, base: this.#base, info: this.#info, lock: this.#lock, char: this.#char } = received);
     } else {
       this.#info = typecodeInfo(type);
+      this.#char = type === 'c';
       const lockOpt = opts?.lock ?? true;
       if (typeof lockOpt !== 'boolean' && !(lockOpt instanceof Lock) && !(lockOpt instanceof RLock)) {
         throw new InvalidArgumentError(`lock must be true, false, an mp.Lock or an mp.RLock (got ${String(lockOpt)}).`);
@@ -89,19 +102,32 @@ abstract class SharedData {
     return this.#raw.length;
   }
 
-  protected read(i: number): Scalar {
+  /** Whether this holds bytes (typecode 'c'). */
+  protected get isChar(): boolean {
+    return this.#char;
+  }
+
+  #toValue(raw: number | bigint): Scalar | string {
+    return this.#char ? readChar(raw) : readScalar(this.#info, raw);
+  }
+
+  #toRaw(v: unknown): number | bigint {
+    return this.#char ? writeChar(v) : writeScalar(this.#info, v);
+  }
+
+  protected read(i: number): Scalar | string {
     const lock = this.#lock;
-    if (lock === null) return readScalar(this.#info, this.#raw[i]!);
+    if (lock === null) return this.#toValue(this.#raw[i]!);
     lock.acquireSync();
     try {
-      return readScalar(this.#info, this.#raw[i]!);
+      return this.#toValue(this.#raw[i]!);
     } finally {
       lock.release();
     }
   }
 
   protected write(i: number, v: unknown): void {
-    const raw = writeScalar(this.#info, v);
+    const raw = this.#toRaw(v);
     const lock = this.#lock;
     if (lock === null) {
       this.#raw[i] = raw;
@@ -116,12 +142,12 @@ abstract class SharedData {
   }
 
   /** Every element at once, under the lock once. */
-  protected readAll(from: number, to: number): Scalar[] {
-    const out: Scalar[] = [];
+  protected readAll(from: number, to: number): (Scalar | string)[] {
+    const out: (Scalar | string)[] = [];
     const lock = this.#lock;
     lock?.acquireSync();
     try {
-      for (let i = from; i < to; i++) out.push(readScalar(this.#info, this.#raw[i]!));
+      for (let i = from; i < to; i++) out.push(this.#toValue(this.#raw[i]!));
     } finally {
       lock?.release();
     }
@@ -130,7 +156,7 @@ abstract class SharedData {
 
   /** Writes `values` from index `from`, under the lock once. */
   protected writeAll(from: number, values: readonly unknown[]): void {
-    const raws = values.map((v) => writeScalar(this.#info, v));
+    const raws = values.map((v) => this.#toRaw(v));
     const lock = this.#lock;
     lock?.acquireSync();
     try {
@@ -140,23 +166,26 @@ abstract class SharedData {
     }
   }
 
-  get [kData](): { block: SyncBlock; base: number; info: DTypeInfo; lock: Lock | RLock | null } {
-    return { block: this.#block, base: this.#base, info: this.#info, lock: this.#lock };
+  get [kData](): Placed {
+    return { block: this.#block, base: this.#base, info: this.#info, lock: this.#lock, char: this.#char };
   }
 }
 
-/** multiprocessing.Value: one element. */
-export class SharedValue extends SharedData {
-  constructor(type: Typecode, initial: Scalar = 0, opts?: SharedOptions) {
+/**
+ * multiprocessing.Value: one element. `V`: what it reads as, a Scalar, or a one-character
+ * string for typecode 'c' (which is also written from a number 0-255: char.ts).
+ */
+export class SharedValue<V extends Scalar | string = Scalar> extends SharedData {
+  constructor(type: Typecode, initial: Scalar | string = 0, opts?: SharedOptions) {
     super(VALUE_TAG, type, 1, opts);
     if (this.fresh) this.write(0, initial);
   }
 
-  get value(): Scalar {
-    return this.read(0);
+  get value(): V {
+    return this.read(0) as V;
   }
 
-  set value(v: Scalar) {
+  set value(v: V | number) {
     this.write(0, v);
   }
 
@@ -165,10 +194,15 @@ export class SharedValue extends SharedData {
   }
 }
 
-/** multiprocessing.Array: a fixed number of elements. */
-export class SharedArray extends SharedData {
-  constructor(type: Typecode, sizeOrData: number | Iterable<Scalar> | ArrayLike<Scalar>, opts?: SharedOptions) {
-    const data = typeof sizeOrData === 'number' ? null : toList(sizeOrData);
+/**
+ * multiprocessing.Array: a fixed number of elements. `V`: what an element reads as, a
+ * Scalar, or a one-character string for typecode 'c' (then made from a string too:
+ * Array('c', 'hello'), and with Python's `.value`).
+ */
+export class SharedArray<V extends Scalar | string = Scalar> extends SharedData {
+  constructor(type: Typecode, sizeOrData: number | string | Iterable<Scalar | string> | ArrayLike<Scalar | string>, opts?: SharedOptions) {
+    const data =
+      typeof sizeOrData === 'number' ? null : type === 'c' && typeof sizeOrData === 'string' ? Array.from(sizeOrData) : toList(sizeOrData);
     const length = data?.length ?? (sizeOrData as number);
     if (!Number.isSafeInteger(length) || length < 0 || length > MAX_LENGTH) {
       throw new InvalidCountError(`Array(type, size): size must be an integer from 0 to ${MAX_LENGTH} (got ${String(sizeOrData)}).`);
@@ -189,27 +223,54 @@ export class SharedArray extends SharedData {
   }
 
   /** Element `i` (negative counts from the end, as in Python). */
-  get(i: number): Scalar {
-    return this.read(this.#index(i));
+  get(i: number): V {
+    return this.read(this.#index(i)) as V;
   }
 
-  set(i: number, v: Scalar): void {
+  set(i: number, v: V | number): void {
     this.write(this.#index(i), v);
   }
 
   /** A copy of elements [start, end) as a plain array (Python's arr[start:end]), under the lock once. */
-  slice(start = 0, end = this.count): Scalar[] {
+  slice(start = 0, end = this.count): V[] {
     const n = this.count;
     const clamp = (x: number): number => Math.min(n, Math.max(0, x < 0 ? x + n : x));
-    return this.readAll(clamp(Math.trunc(start)), clamp(Math.trunc(end)));
+    return this.readAll(clamp(Math.trunc(start)), clamp(Math.trunc(end))) as V[];
   }
 
-  toArray(): Scalar[] {
-    return this.readAll(0, this.count);
+  toArray(): V[] {
+    return this.readAll(0, this.count) as V[];
+  }
+
+  /**
+   * Typecode 'c' only, as Python's c_char array: the characters up to the first NUL (all of
+   * them if there is none), under the lock once.
+   */
+  get value(): string {
+    this.#checkChar();
+    const chars = this.readAll(0, this.count) as string[];
+    const end = chars.indexOf('\0');
+    return (end < 0 ? chars : chars.slice(0, end)).join('');
+  }
+
+  /** Typecode 'c' only: writes `s` from the start, and a NUL after it when there is room (Python's `arr.value = b'...'`). */
+  set value(s: string) {
+    this.#checkChar();
+    if (typeof s !== 'string') throw new InvalidArgumentError(`The value of a 'c' Array is a string (got ${describeValue(s)}).`);
+    if (s.length > this.count)
+      throw new IndexOutOfRangeError(`A string of ${s.length} characters does not fit a 'c' Array of ${this.count}.`);
+    this.writeAll(0, s.length < this.count ? [...s, '\0'] : Array.from(s));
+  }
+
+  #checkChar(): void {
+    if (!this.isChar)
+      throw new InvalidArgumentError(
+        `Only an Array of typecode 'c' has .value (a string); this one holds ${this.dtype}: use get(i) or toArray().`,
+      );
   }
 
   /** Writes `values` from `start` (Python's arr[start:start + len] = values), under the lock once. */
-  assign(values: Iterable<Scalar> | ArrayLike<Scalar>, start = 0): void {
+  assign(values: Iterable<V | number> | ArrayLike<V | number>, start = 0): void {
     const list = toList(values);
     const from = start < 0 ? start + this.count : start;
     if (!Number.isInteger(from) || from < 0 || from + list.length > this.count) {
@@ -218,7 +279,7 @@ export class SharedArray extends SharedData {
     this.writeAll(from, list);
   }
 
-  [Symbol.iterator](): Iterator<Scalar> {
+  [Symbol.iterator](): Iterator<V> {
     return this.toArray()[Symbol.iterator]();
   }
 
@@ -245,8 +306,8 @@ for (const [type, tag, name] of [
     tag,
     span: () => HEAD, // the elements are checked against the storage in rebuild, by their dtype's size
     reduce: (d, ctx) => {
-      const { block, base, info, lock } = d[kData];
-      return { block, base, extra: [info.name, lock === null ? -1 : ctx.ref(lock)] };
+      const { block, base, info, lock, char } = d[kData];
+      return { block, base, extra: [char ? 'c' : info.name, lock === null ? -1 : ctx.ref(lock)] };
     },
     rebuild: (block, base, extra, ctx) => {
       const [dtype, lockRef] = extra;
@@ -261,7 +322,7 @@ for (const [type, tag, name] of [
         throw new FrameDecodeError(`A received ${name} entry is malformed.`);
       const bytes = (base + HEAD) * 4 + Atomics.load(block.words, base + LENGTH) * info.itemsize;
       if (bytes > block.storage.nbytes) throw new FrameDecodeError(`A received ${name} does not fit its storage.`);
-      placing = { block, base, info, lock };
+      placing = { block, base, info, lock, char: dtype === 'c' };
       return type === SharedValue ? new SharedValue('i') : new SharedArray('i', 0);
     },
   });

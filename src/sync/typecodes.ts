@@ -18,10 +18,11 @@ const TYPECODES: Readonly<Record<string, DType>> = {
   f: 'float32',
   d: 'float64',
   '?': 'bool',
+  c: 'uint8', // bytes, read as one-character strings (see char.ts)
 };
 
 /** A typecode or dtype. */
-export type Typecode = DType | 'b' | 'B' | 'h' | 'H' | 'i' | 'I' | 'l' | 'L' | 'q' | 'Q' | 'f' | 'd' | '?';
+export type Typecode = DType | 'b' | 'B' | 'h' | 'H' | 'i' | 'I' | 'l' | 'L' | 'q' | 'Q' | 'f' | 'd' | '?' | 'c';
 
 export function typecodeInfo(type: unknown): DTypeInfo {
   if (typeof type === 'string' && Object.hasOwn(TYPECODES, type)) return dtypeInfo(TYPECODES[type]);

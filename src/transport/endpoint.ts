@@ -299,6 +299,22 @@ export class Endpoint {
     });
   }
 
+  /**
+   * mp.wait(): calls `onReady` when a message is waiting (or the stream ended), or when this
+   * end is closed; until the function returned is called, which stops watching. Takes nothing.
+   */
+  watchReady(onReady: () => void): () => void {
+    const p: PollWaiter = { resolve: onReady, reject: onReady, timer: null };
+    this.#polls.add(p);
+    this.pin(1);
+    this.#updateReadable();
+    return () => {
+      if (!this.#polls.delete(p)) return; // settled already
+      this.pin(-1);
+      if (!this.#closed) this.#updateReadable();
+    };
+  }
+
   // --- closing ------------------------------------------------------------------------
 
   /**

@@ -73,7 +73,7 @@ describe('Value', () => {
 
   test('bad input is coded, and a bad initial value makes nothing', () => {
     throwsCoded(() => mp.Value('x' as mp.Typecode, 0), mp.InvalidDtypeError, 'ERR_TP_INVALID_DTYPE');
-    throwsCoded(() => mp.Value('c' as mp.Typecode, 0), mp.InvalidDtypeError, 'ERR_TP_INVALID_DTYPE');
+    throwsCoded(() => mp.Value('u' as mp.Typecode, 0), mp.InvalidDtypeError, 'ERR_TP_INVALID_DTYPE');
     throwsCoded(() => mp.Value('i', 'one' as never), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
     throwsCoded(() => mp.Value('q', 1.5), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
     throwsCoded(() => mp.Value('i', 0, { lock: 'yes' as never }), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
@@ -124,6 +124,74 @@ describe('Array', () => {
     throwsCoded(() => a.assign([1, 2, 3]), mp.IndexOutOfRangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
     throwsCoded(() => a.assign(['x' as never]), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
     assert.deepEqual(a.toArray(), [0, 0]);
+  });
+});
+
+describe("Typecode 'c': bytes, as Python's c_char", () => {
+  test('a Value reads a one-character string; is written from one, from a number 0-255 or one byte', () => {
+    const v = mp.Value('c', 'x');
+    assert.equal(v.value, 'x');
+    assert.equal(v.dtype, 'uint8');
+    assert.equal(v.tensor.toArray(), 0x78, 'the byte itself, as a uint8 tensor');
+    v.value = 65;
+    assert.equal(v.value, 'A');
+    v.value = '\xe9';
+    assert.equal(v.value, '\xe9', 'Latin-1: the code is the byte');
+    assert.equal(v.tensor.toArray(), 0xe9);
+    v.value = new Uint8Array([0x7a]) as never;
+    assert.equal(v.value, 'z');
+    assert.equal(mp.Value('c').value, '\0', "Python's default, b'\\x00'");
+    assert.equal(new mp.Value('c', 0x31, { lock: false }).value, '1');
+  });
+
+  test('an Array from a string or a length; elements and .value as the other typecodes', () => {
+    const a = mp.Array('c', 'hello');
+    assert.equal(a.length, 5);
+    assert.equal(a.get(0), 'h');
+    assert.equal(a.get(-1), 'o');
+    assert.deepEqual(a.toArray(), ['h', 'e', 'l', 'l', 'o']);
+    assert.deepEqual(a.slice(1, 3), ['e', 'l']);
+    assert.equal([...a].join(''), 'hello');
+    a.set(0, 'j');
+    a.set(1, 0x61);
+    assert.equal(a.value, 'jallo');
+    a.value = 'hi';
+    assert.equal(a.value, 'hi', 'up to the NUL written after it, as Python');
+    assert.deepEqual(a.toArray(), ['h', 'i', '\0', 'l', 'o']);
+    a.assign(['x', 'y'], 3);
+    assert.deepEqual(a.slice(3), ['x', 'y']);
+    const z = mp.Array('c', 3);
+    assert.deepEqual(z.toArray(), ['\0', '\0', '\0']);
+    assert.equal(z.value, '');
+    assert.equal(mp.Array('c', new Uint8Array([104, 105])).value, 'hi');
+    assert.equal(mp.Array('c', ['o', 107]).value, 'ok');
+    assert.deepEqual(mp.Array('c', 'hi').tensor.toArray(), [104, 105]);
+  });
+
+  test('anything that is not one byte is refused, and nothing is written', () => {
+    const v = mp.Value('c', 'q');
+    for (const bad of ['ab', '', '\u0100', 256, -1, 1.5, 97n, true, null, new Uint8Array(2)]) {
+      throwsCoded(() => (v.value = bad as never), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    }
+    assert.equal(v.value, 'q');
+    throwsCoded(() => mp.Value('c', 'too long'), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    const a = mp.Array('c', 'abc');
+    throwsCoded(() => a.set(0, 'xy'), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    throwsCoded(() => a.assign(['x', 'yz']), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    throwsCoded(() => (a.value = 'abcd'), mp.IndexOutOfRangeError, 'ERR_TP_INDEX_OUT_OF_RANGE');
+    throwsCoded(() => (a.value = 5 as never), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    throwsCoded(() => mp.Array('c', ['\u20ac']), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    assert.equal(a.value, 'abc');
+    throwsCoded(() => mp.Array('i', 'abc' as never), mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+    throwsCoded(() => mp.Array('i', 2).value, mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT');
+  });
+
+  test("a 'c' Value and Array arrive in a child as bytes, and its writes are seen here", async () => {
+    const v = mp.Value('c', 'a');
+    const a = mp.Array('c', 'hello');
+    await mp.startProcesses(target('shoutChars'), { args: [v, a] });
+    assert.equal(v.value, 'A');
+    assert.equal(a.value, 'HELLO');
   });
 });
 
