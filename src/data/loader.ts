@@ -71,7 +71,8 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     } else {
       const dataset = built.dataset as MapDataset;
       const sampler = s.sampler ?? (s.shuffle ? new RandomSampler(dataset, { generator: s.generator }) : new SequentialSampler(dataset));
-      this.#indexSampler = s.batchSize === null ? sampler : new BatchSampler(sampler, s.batchSize, s.dropLast);
+      // batchSize null: each element as it is, a list of indices included (bulk loading).
+      this.#indexSampler = s.batchSize === null ? sampler : new BatchSampler(sampler as Iterable<number>, s.batchSize, s.dropLast);
     }
   }
 
