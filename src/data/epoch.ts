@@ -17,11 +17,15 @@
 import { BadStateDictError } from '../errors.js';
 import type { FetchRequest } from './fetch.js';
 import { Generator, checkSeed, type GeneratorState } from './generator.js';
+import { isIdentity, type LoaderIdentity } from './state-identity.js';
 
-export const STATE_FORMAT = 'tensorproc.DataLoader/1';
+/** Format 2 added `loader`, the identity of the loader it was taken from (NOTE [Whose state dict]). */
+export const STATE_FORMAT = 'tensorproc.DataLoader/2';
 
 export interface DataLoaderState {
   readonly format: typeof STATE_FORMAT;
+  /** What identifies the loader it was taken from: loadStateDict() refuses it elsewhere. */
+  readonly loader: LoaderIdentity;
   /** The loader's generator as the epoch began. */
   readonly generator: GeneratorState;
   /** The generators of the samplers given, as the epoch began. */
@@ -48,6 +52,7 @@ export function samplerGenerators(samplers: readonly unknown[], own: Generator):
 }
 
 export interface EpochSources {
+  identity: LoaderIdentity;
   generator: Generator;
   samplerGenerators: Generator[];
   persistentSeed: number | null;
@@ -74,6 +79,7 @@ export class Epoch {
   constructor(src: EpochSources, makeRequests: () => Iterator<FetchRequest>, resume: DataLoaderState | null, skipInSampler: boolean) {
     this.start = {
       format: STATE_FORMAT,
+      loader: src.identity,
       generator: src.generator.getState(),
       samplerGenerators: src.samplerGenerators.map((g) => g.getState()),
       persistentSeed: src.persistentSeed,
@@ -130,7 +136,11 @@ export function checkState(state: unknown, samplerGeneratorCount: number): DataL
   const bad = (why: string): BadStateDictError =>
     new BadStateDictError(`loadStateDict() takes what stateDict() returned (format ${STATE_FORMAT}): ${why}.`);
   if (s === null || typeof s !== 'object') throw bad(`got ${s === null ? 'null' : typeof s}`);
+  if ((s.format as string) === 'tensorproc.DataLoader/1') {
+    throw bad('it is format 1, of an earlier tensorproc, which does not say which loader it came from: take a new one with stateDict()');
+  }
   if (s.format !== STATE_FORMAT) throw bad(`its format is ${JSON.stringify(s.format)}`);
+  if (!isIdentity(s.loader)) throw bad('its `loader` (which loader it was taken from) is missing or malformed');
   if (!Number.isInteger(s.yielded) || s.yielded! < 0) throw bad('yielded is not a count of batches');
   if (!Array.isArray(s.alsoYielded) || !s.alsoYielded.every((p) => Number.isInteger(p) && p > s.yielded!)) {
     throw bad('alsoYielded is not a list of places after yielded');

@@ -24,6 +24,7 @@ import { BatchSampler, RandomSampler, SequentialSampler } from './sampler.js';
 import { loadOption, type FunctionTarget } from './target.js';
 import type { WorkerSpec } from './messages.js';
 import { LoaderWorkers } from './workers.js';
+import { checkIdentity, identify, type LoaderIdentity } from './state-identity.js';
 import { resolveTarget } from '../process/target.js';
 
 export class DataLoader<B = unknown> implements AsyncIterable<B> {
@@ -215,6 +216,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     const resume = this.#resume;
     this.#resume = null;
     if (resume !== null) {
+      checkIdentity(resume.loader, this.#identity(), false);
       s.generator.setState(resume.generator);
       resume.samplerGenerators.forEach((g, k) => this.#samplerGenerators[k]!.setState(g));
       this.#persistentSeed = resume.persistentSeed;
@@ -222,6 +224,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     const sampler = this.#indexSampler;
     const epoch = new Epoch(
       {
+        identity: this.#identity(),
         generator: s.generator,
         samplerGenerators: this.#samplerGenerators,
         persistentSeed: this.#persistentSeed,
@@ -251,6 +254,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     const s = this.#settings;
     return {
       format: STATE_FORMAT,
+      loader: this.#identity(),
       generator: s.generator.getState(),
       samplerGenerators: this.#samplerGenerators.map((g) => g.getState()),
       persistentSeed: this.#persistentSeed,
@@ -261,7 +265,24 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
 
   /** The next iteration resumes where `state` was taken: same order, same seeds, the batches handed out skipped. */
   loadStateDict(state: DataLoaderState): void {
-    this.#resume = checkState(state, this.#samplerGenerators.length);
+    const checked = checkState(state, this.#samplerGenerators.length);
+    // A dataset target not built yet: its length is known, and the identity checked, as the next iteration begins.
+    if (this.#built !== null) checkIdentity(checked.loader, this.#identity(), false);
+    this.#resume = checked;
+  }
+
+  /** What identifies this loader in its state dicts (NOTE [Whose state dict]). */
+  #identity(): LoaderIdentity {
+    if (this.#built === null) throw notBuilt('state dict');
+    const s = this.#settings;
+    return identify({
+      kind: this.#built.kind,
+      dataset: this.#built.dataset,
+      batchSize: this.batchSize,
+      dropLast: s.dropLast,
+      sampler: s.batchSampler ?? s.sampler ?? innerSampler(this.#indexSampler),
+      numWorkers: s.numWorkers,
+    });
   }
 
   /** Stops the workers a persistent loader keeps (an iteration still running fails with ERR_TP_DATALOADER_CLOSED). The loader can be iterated again: workers start anew. */
@@ -274,6 +295,11 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/** The sampler the loader made: a BatchSampler's inner one, or the sampler itself (batchSize null). */
+function innerSampler(s: unknown): unknown {
+  return s instanceof BatchSampler ? s.sampler : s;
 }
 
 function notBuilt(what: string): NoLengthError {
