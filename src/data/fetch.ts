@@ -131,6 +131,11 @@ class IterableFetcher implements Fetcher {
     return collateOwned(collate as CollateFn, samples, releaseSamples === true);
   }
 
+  /** The dataset's iterator (NOTE [Resumable datasets]: it may have a state of its own). */
+  get iterator(): unknown {
+    return this.#it;
+  }
+
   /** Stops the dataset's iterator (its `finally` blocks run), as breaking out of a for-of does. */
   async close(): Promise<void> {
     if (this.#ended) return;
@@ -142,4 +147,9 @@ class IterableFetcher implements Fetcher {
 /** Ends an iterable dataset's iteration early (a no-op for map-style). */
 export async function closeFetcher(f: Fetcher): Promise<void> {
   if (f instanceof IterableFetcher) await f.close();
+}
+
+/** An iterable dataset's iterator (null for map-style). */
+export function fetcherIterator(f: Fetcher): unknown {
+  return f instanceof IterableFetcher ? f.iterator : null;
 }

@@ -3,6 +3,7 @@
 
 import { END, closeFetcher, type Fetcher } from './fetch.js';
 import type { Epoch } from './epoch.js';
+import type { ReplicaState } from './dataset-state.js';
 import { releaseTensors } from './release.js';
 import { loopTurner } from '../event-loop.js';
 
@@ -11,10 +12,13 @@ export async function* loadInProcess(
   fetcher: Fetcher,
   wrap: (b: unknown) => unknown,
   done: () => void,
+  /** The dataset's state after a batch (NOTE [Resumable datasets]); null without one. */
+  snapshot: () => ReplicaState | null,
 ): AsyncGenerator<unknown> {
   const turn = loopTurner();
   try {
     for (; epoch.discard > 0; epoch.discard--) {
+      epoch.next(); // the dropped batch's place: the next one handed out is the one after it
       const dropped = await fetcher.fetch(null);
       if (dropped === END) return done();
       releaseTensors(dropped);
@@ -24,7 +28,7 @@ export async function* loadInProcess(
       if (planned === undefined) break;
       const batch = await fetcher.fetch(planned.req);
       if (batch === END) break;
-      epoch.handedOut(planned.pos);
+      epoch.handedOut(planned.pos, 0, snapshot());
       yield wrap(batch);
       await turn();
     }

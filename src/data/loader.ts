@@ -25,6 +25,7 @@ import { loadOption, type FunctionTarget } from './target.js';
 import type { WorkerSpec } from './messages.js';
 import { LoaderWorkers } from './workers.js';
 import { checkIdentity, identify, type LoaderIdentity } from './state-identity.js';
+import { restoreDataset, restoreIterator, snapshot, type ReplicaState } from './dataset-state.js';
 import { resolveTarget } from '../process/target.js';
 
 export class DataLoader<B = unknown> implements AsyncIterable<B> {
@@ -45,6 +46,8 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   #targets: Promise<Pick<WorkerSpec, 'dataset' | 'collate' | 'workerInit'>> | null = null;
   /** A loaded state waiting for the next iteration. */
   #resume: DataLoaderState | null = null;
+  /** Persistent workers between epochs: their datasets' states (NOTE [Resumable datasets]). */
+  #carried: (ReplicaState | null)[] | null = null;
 
   constructor(dataset: Dataset | DatasetTarget, options?: DataLoaderOptions) {
     const s = parseOptions(options);
@@ -142,13 +145,23 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       const wrap = s.collate === undefined && s.batchSize !== null ? disposable : (b: unknown) => b;
       if (s.numWorkers === 0) {
         const collate = (await loadOption(s.collate, 'collate target')) ?? (s.batchSize === null ? defaultConvert : defaultCollate);
+        // NOTE [Resumable datasets]: the dataset's state first, then its iterator made and loaded.
+        await restoreDataset(dataset, epoch.restore?.[0] ?? null);
         const fetcher = makeFetcher(dataset, kind, {
           batchSize: s.batchSize,
           dropLast: s.dropLast,
           collate: collate as CollateFn,
           releaseSamples: s.releaseSamples,
         });
-        yield* loadInProcess(epoch, fetcher, wrap, () => this.#endEpoch(epoch));
+        await restoreIterator(fetcher, epoch.restore?.[0] ?? null);
+        epoch.setReplica(0, snapshot(dataset, fetcher));
+        yield* loadInProcess(
+          epoch,
+          fetcher,
+          wrap,
+          () => this.#endEpoch(epoch),
+          () => snapshot(dataset, fetcher),
+        );
       } else {
         const workers = await this.#workersFor(epoch, kind);
         yield* workers.run(epoch, wrap, () => this.#endEpoch(epoch));
@@ -162,7 +175,8 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   async #workersFor(epoch: Epoch, kind: DatasetKind): Promise<LoaderWorkers> {
     const s = this.#settings;
     const old = this.#workers;
-    if (old !== null && s.persistentWorkers && old.usable && old.baseSeed === epoch.baseSeed) return old;
+    // Parked workers cannot load replicas' states: a resumed epoch with them starts new ones.
+    if (old !== null && s.persistentWorkers && old.usable && old.baseSeed === epoch.baseSeed && epoch.restore === null) return old;
     if (old !== null && s.persistentWorkers) await old.stop();
     const spec = await this.#spec(kind, epoch.baseSeed);
     const workers = new LoaderWorkers({
@@ -173,6 +187,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       persistent: s.persistentWorkers,
       maxWorkerRestarts: s.maxWorkerRestarts,
       startMethod: s.startMethod,
+      restore: epoch.restore,
     });
     this.#workers = workers;
     return workers;
@@ -216,7 +231,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     const resume = this.#resume;
     this.#resume = null;
     if (resume !== null) {
-      checkIdentity(resume.loader, this.#identity(), false);
+      checkIdentity(resume.loader, this.#identity(), resume.replicas !== null);
       s.generator.setState(resume.generator);
       resume.samplerGenerators.forEach((g, k) => this.#samplerGenerators[k]!.setState(g));
       this.#persistentSeed = resume.persistentSeed;
@@ -229,6 +244,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
         samplerGenerators: this.#samplerGenerators,
         persistentSeed: this.#persistentSeed,
         persistent: s.persistentWorkers,
+        replicaCount: Math.max(1, s.numWorkers),
       },
       kind === 'map' ? () => sampler![Symbol.iterator]() : forever,
       resume,
@@ -241,6 +257,11 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
 
   #endEpoch(epoch: Epoch): void {
     if (this.#epoch === epoch) this.#epoch = null;
+    // Persistent workers keep their replicas: the next epoch starts with their datasets' states (iterators start over).
+    const kept = this.#settings.persistentWorkers
+      ? epoch.replicas?.map((r) => (r?.dataset === undefined ? null : { dataset: r.dataset }))
+      : null;
+    this.#carried = kept?.some((r) => r !== null) ? kept : null;
   }
 
   /**
@@ -260,6 +281,8 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       persistentSeed: this.#persistentSeed,
       yielded: 0,
       alsoYielded: [],
+      replicas: this.#replicasBetweenEpochs(),
+      nextWorker: null,
     };
   }
 
@@ -267,8 +290,15 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   loadStateDict(state: DataLoaderState): void {
     const checked = checkState(state, this.#samplerGenerators.length);
     // A dataset target not built yet: its length is known, and the identity checked, as the next iteration begins.
-    if (this.#built !== null) checkIdentity(checked.loader, this.#identity(), false);
+    if (this.#built !== null) checkIdentity(checked.loader, this.#identity(), checked.replicas !== null);
     this.#resume = checked;
+  }
+
+  /** Between epochs, what outlives one: the main process's dataset (numWorkers 0), persistent workers' (NOTE [Resumable datasets]). */
+  #replicasBetweenEpochs(): (ReplicaState | null)[] | null {
+    if (this.#settings.numWorkers > 0) return this.#carried;
+    const own = snapshot(this.#built!.dataset, null);
+    return own === null ? null : [own];
   }
 
   /** What identifies this loader in its state dicts (NOTE [Whose state dict]). */

@@ -36,7 +36,8 @@ import { DataLoaderClosedError, DataLoaderTimeoutError } from '../errors.js';
 import { WorkerSet, type WorkerExit } from '../workers/worker-set.js';
 import type { Epoch } from './epoch.js';
 import type { FetchRequest } from './fetch.js';
-import type { FromWorker, WorkerSpec } from './messages.js';
+import type { FromWorker, WorkerArgs, WorkerSpec } from './messages.js';
+import type { ReplicaState } from './dataset-state.js';
 import { releaseTensors } from './release.js';
 import { batchError, exitError, initError } from './worker-errors.js';
 import type { StartMethod } from './options.js';
@@ -60,6 +61,8 @@ export interface WorkersOptions {
   persistent: boolean;
   maxWorkerRestarts: number;
   startMethod: StartMethod;
+  /** The replicas' states the workers load as they start (NOTE [Resumable datasets]); null: none. */
+  restore: readonly (ReplicaState | null)[] | null;
 }
 
 const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
@@ -85,6 +88,8 @@ export class LoaderWorkers {
   #stopped = false;
   #epochs = 0;
   #restarts = 0;
+  /** The epoch running (its replicas' states start a replaced worker), or null. */
+  #epoch: Epoch | null = null;
   /** While a persistent epoch begins: the parked workers that have not answered `resume` yet. */
   #resuming: Set<number> | null = null;
 
@@ -100,7 +105,8 @@ export class LoaderWorkers {
           main: MAIN,
           size: this.#n,
           startMethod: o.startMethod,
-          args: () => [o.spec],
+          // A replaced worker starts from its id's last snapshot (NOTE [Resumable datasets]).
+          args: (id): WorkerArgs => [o.spec, this.#epoch?.replica(id) ?? o.restore?.[id] ?? null],
           onMessage: (id, m) => this.#onMessage(id, m as FromWorker),
           onExit: (id, exit) => this.#onExit(id, exit),
         }),
@@ -134,6 +140,7 @@ export class LoaderWorkers {
 
   #onMessage(id: number, m: FromWorker): void {
     if (m.kind === 'resumed') {
+      this.#epoch?.setReplica(id, m.state);
       this.#resuming?.delete(id);
       return this.#wakeUp();
     }
@@ -254,8 +261,10 @@ export class LoaderWorkers {
   /** One epoch's batches, as NOTE [DataLoader workers] says. `done` is called when it ran to its end. */
   async *run(epoch: Epoch, wrap: (b: unknown) => unknown, done: () => void): AsyncGenerator<unknown> {
     this.#running = true;
+    this.#epoch = epoch;
     this.#restarts = 0;
     this.#active.fill(true);
+    if (this.#o.inOrder && epoch.resumeWorker !== null) this.#next = epoch.resumeWorker;
     const limit = this.#o.prefetchFactor * this.#n;
     const order: Task[] = [];
     let head = 0;
@@ -307,7 +316,7 @@ export class LoaderWorkers {
           releaseTensors(data);
           continue;
         }
-        epoch.handedOut(task.pos);
+        epoch.handedOut(task.pos, task.worker, (o as { state: ReplicaState | null }).state);
         yield wrap(data);
       }
       done();
@@ -318,6 +327,7 @@ export class LoaderWorkers {
 
   async #endIteration(): Promise<void> {
     this.#running = false;
+    this.#epoch = null;
     for (const t of this.#tasks.values()) if (t.outcome?.kind === 'batch') releaseTensors(t.outcome.data);
     this.#tasks.clear();
     this.#arrivals = [];
