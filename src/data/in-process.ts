@@ -4,6 +4,7 @@
 import { END, closeFetcher, type Fetcher } from './fetch.js';
 import type { Epoch } from './epoch.js';
 import type { ReplicaState } from './dataset-state.js';
+import type { LoaderStats } from './loader-stats.js';
 import { releaseTensors } from './release.js';
 import { loopTurner } from '../event-loop.js';
 
@@ -14,8 +15,10 @@ export async function* loadInProcess(
   done: () => void,
   /** The dataset's state after a batch (NOTE [Resumable datasets]); null without one. */
   snapshot: () => ReplicaState | null,
+  stats: LoaderStats,
 ): AsyncGenerator<unknown> {
   const turn = loopTurner();
+  let asked = performance.now(); // when next() began waiting (loader.stats().waitTime)
   try {
     for (; epoch.discard > 0; epoch.discard--) {
       epoch.next(); // the dropped batch's place: the next one handed out is the one after it
@@ -26,11 +29,22 @@ export async function* loadInProcess(
     for (;;) {
       const planned = epoch.next();
       if (planned === undefined) break;
-      const batch = await fetcher.fetch(planned.req);
+      const t0 = performance.now();
+      let batch: unknown;
+      try {
+        batch = await fetcher.fetch(planned.req);
+      } catch (e) {
+        stats.failed++;
+        throw e;
+      }
       if (batch === END) break;
+      const now = performance.now();
+      stats.made(-1, now - t0);
       epoch.handedOut(planned.pos, 0, snapshot());
+      stats.handedOut(-1, now - asked);
       yield wrap(batch);
       await turn();
+      asked = performance.now();
     }
     done();
   } finally {

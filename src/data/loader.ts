@@ -26,6 +26,7 @@ import type { WorkerSpec } from './messages.js';
 import { LoaderWorkers } from './workers.js';
 import { checkIdentity, identify, type LoaderIdentity } from './state-identity.js';
 import { restoreDataset, restoreIterator, snapshot, type ReplicaState } from './dataset-state.js';
+import { LoaderStats, type DataLoaderStats } from './loader-stats.js';
 import { resolveTarget } from '../process/target.js';
 
 export class DataLoader<B = unknown> implements AsyncIterable<B> {
@@ -48,6 +49,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   #resume: DataLoaderState | null = null;
   /** Persistent workers between epochs: their datasets' states (NOTE [Resumable datasets]). */
   #carried: (ReplicaState | null)[] | null = null;
+  readonly #stats = new LoaderStats();
 
   constructor(dataset: Dataset | DatasetTarget, options?: DataLoaderOptions) {
     const s = parseOptions(options);
@@ -161,6 +163,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
           wrap,
           () => this.#endEpoch(epoch),
           () => snapshot(dataset, fetcher),
+          this.#stats,
         );
       } else {
         const workers = await this.#workersFor(epoch, kind);
@@ -188,6 +191,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       maxWorkerRestarts: s.maxWorkerRestarts,
       startMethod: s.startMethod,
       restore: epoch.restore,
+      stats: this.#stats,
     });
     this.#workers = workers;
     return workers;
@@ -219,6 +223,12 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       numWorkers: s.numWorkers,
       baseSeed,
     };
+  }
+
+  /** Counts and timings of the loader's batches (API.md, "Observability"): cheap, a new plain object each call. */
+  stats(): DataLoaderStats {
+    const w = this.#workers;
+    return this.#stats.read(w?.queued ?? 0, (id) => (w?.usable ? w.pid(id) : null));
   }
 
   /** The pids of the workers running now (empty when loading in this process, or between non-persistent epochs). */

@@ -38,6 +38,7 @@ import type { Epoch } from './epoch.js';
 import type { FetchRequest } from './fetch.js';
 import type { FromWorker, WorkerArgs, WorkerSpec } from './messages.js';
 import type { ReplicaState } from './dataset-state.js';
+import type { LoaderStats } from './loader-stats.js';
 import { releaseTensors } from './release.js';
 import { batchError, exitError, initError } from './worker-errors.js';
 import type { StartMethod } from './options.js';
@@ -63,6 +64,8 @@ export interface WorkersOptions {
   startMethod: StartMethod;
   /** The replicas' states the workers load as they start (NOTE [Resumable datasets]); null: none. */
   restore: readonly (ReplicaState | null)[] | null;
+  /** The loader's counters (loader.stats()). */
+  stats: LoaderStats;
 }
 
 const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
@@ -111,6 +114,16 @@ export class LoaderWorkers {
           onExit: (id, exit) => this.#onExit(id, exit),
         }),
     );
+    o.stats.workersStarted(this.#n);
+  }
+
+  /** Batches asked of the workers and not handed out yet (loader.stats()). */
+  get queued(): number {
+    return this.#tasks.size;
+  }
+
+  pid(id: number): number | null {
+    return this.#set.pid(id);
   }
 
   get pids(): number[] {
@@ -145,6 +158,7 @@ export class LoaderWorkers {
       return this.#wakeUp();
     }
     if (m.kind === 'error' && m.task === null) return this.#fail(initError(id, this.#set.pid(id), m));
+    if (m.kind === 'batch') this.#o.stats.made(id, m.ms);
     const task = this.#tasks.get(m.task as number);
     if (task === undefined || task.worker !== id) {
       // A result of an iteration that ended before it came (NOTE [DataLoader workers]).
@@ -168,6 +182,7 @@ export class LoaderWorkers {
     if (!this.#running) return; // parked: replaced when the next epoch starts
     if (this.#o.spec.kind === 'map' && this.#restarts < this.#o.maxWorkerRestarts) {
       this.#restarts++;
+      this.#o.stats.workerRestarts++;
       process.emitWarning(
         `tensorproc: ${exitError(id, exit, []).message} It was replaced (restart ${this.#restarts} of ${this.#o.maxWorkerRestarts}) and its ${pending.length} unfinished batches sent to the new worker.`,
         'TensorprocWarning',
@@ -176,6 +191,7 @@ export class LoaderWorkers {
       for (const t of pending) this.#send(id, this.#tasks.get(t)!);
       return;
     }
+    this.#o.stats.failed += pending.length;
     this.#fail(
       exitError(
         id,
@@ -287,6 +303,7 @@ export class LoaderWorkers {
       if (this.#epochs++ > 0) await this.#resumeParked();
       put();
       let waitingSince = -1;
+      let asked = performance.now(); // when next() began waiting (loader.stats().waitTime)
       for (;;) {
         if (this.#stopped) throw this.#failure; // closed: nothing more is handed out
         let task: Task | undefined;
@@ -307,7 +324,10 @@ export class LoaderWorkers {
         waitingSince = -1;
         this.#tasks.delete(task.id);
         const o = task.outcome!;
-        if (o.kind === 'error') throw batchError(task.worker, task.pid, task.req, o);
+        if (o.kind === 'error') {
+          this.#o.stats.failed++;
+          throw batchError(task.worker, task.pid, task.req, o);
+        }
         put();
         if (o.kind === 'end') continue;
         const data = (o as { data: unknown }).data;
@@ -317,7 +337,9 @@ export class LoaderWorkers {
           continue;
         }
         epoch.handedOut(task.pos, task.worker, (o as { state: ReplicaState | null }).state);
+        this.#o.stats.handedOut(task.worker, performance.now() - asked);
         yield wrap(data);
+        asked = performance.now();
       }
       done();
     } finally {
@@ -340,6 +362,7 @@ export class LoaderWorkers {
     if (this.#running)
       this.#fail(new DataLoaderClosedError('The DataLoader was closed while this iteration was running: its workers are stopped.'));
     this.#stopped = true;
+    this.#o.stats.workersStopped();
     this.#wakeUp();
     await this.#set.stop({ grace: 1000 });
   }
