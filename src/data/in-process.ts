@@ -1,22 +1,37 @@
 // Loading in the main process (numWorkers 0), torch's _SingleProcessDataLoaderIter. The loop
 // lets the event loop turn between batches (NOTE [Turning the event loop]).
 
-import { END, closeFetcher, type Fetcher } from './fetch.js';
+import { defaultCollate, defaultConvert } from './collate.js';
+import type { Dataset, DatasetKind } from './dataset.js';
+import { restoreDataset, restoreIterator, snapshot } from './dataset-state.js';
 import type { Epoch } from './epoch.js';
-import type { ReplicaState } from './dataset-state.js';
+import { END, closeFetcher, makeFetcher, type CollateFn } from './fetch.js';
 import type { LoaderStats } from './loader-stats.js';
+import type { Settings } from './options.js';
 import { releaseTensors } from './release.js';
+import { loadOption } from './target.js';
 import { loopTurner } from '../event-loop.js';
 
 export async function* loadInProcess(
   epoch: Epoch,
-  fetcher: Fetcher,
+  dataset: Dataset,
+  kind: DatasetKind,
+  s: Settings,
   wrap: (b: unknown) => unknown,
   done: () => void,
-  /** The dataset's state after a batch (NOTE [Resumable datasets]); null without one. */
-  snapshot: () => ReplicaState | null,
   stats: LoaderStats,
 ): AsyncGenerator<unknown> {
+  const collate = (await loadOption(s.collate, 'collate target')) ?? (s.batchSize === null ? defaultConvert : defaultCollate);
+  // NOTE [Resumable datasets]: the dataset's state first, then its iterator made and loaded.
+  await restoreDataset(dataset, epoch.restore?.[0] ?? null);
+  const fetcher = makeFetcher(dataset, kind, {
+    batchSize: s.batchSize,
+    dropLast: s.dropLast,
+    collate: collate as CollateFn,
+    releaseSamples: s.releaseSamples,
+  });
+  await restoreIterator(fetcher, epoch.restore?.[0] ?? null);
+  epoch.setReplica(0, snapshot(dataset, fetcher));
   const turn = loopTurner();
   let asked = performance.now(); // when next() began waiting (loader.stats().waitTime)
   try {
@@ -40,7 +55,7 @@ export async function* loadInProcess(
       if (batch === END) break;
       const now = performance.now();
       stats.made(-1, now - t0);
-      epoch.handedOut(planned.pos, 0, snapshot());
+      epoch.handedOut(planned.pos, 0, snapshot(dataset, fetcher));
       stats.handedOut(-1, now - asked);
       yield wrap(batch);
       await turn();

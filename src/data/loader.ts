@@ -2,7 +2,6 @@
 // holds what every iteration shares (the dataset, the samplers, the epoch and its state);
 // in-process.ts loads in this process, the worker files in worker processes.
 import { InvalidArgumentError, NoLengthError } from '../errors.js';
-import { defaultCollate, defaultConvert } from './collate.js';
 import {
   buildDataset,
   checkDatasetTarget,
@@ -15,17 +14,17 @@ import {
   type MapDataset,
 } from './dataset.js';
 import { Epoch, STATE_FORMAT, checkState, forever, samplerGenerators, type DataLoaderState } from './epoch.js';
-import { makeFetcher, type CollateFn, type FetchRequest } from './fetch.js';
+import type { FetchRequest } from './fetch.js';
 import type { Generator } from './generator.js';
 import { loadInProcess } from './in-process.js';
 import { checkKind, parseOptions, type DataLoaderOptions, type Settings } from './options.js';
 import { disposable } from './release.js';
 import { BatchSampler, RandomSampler, SequentialSampler } from './sampler.js';
-import { loadOption, type FunctionTarget } from './target.js';
+import type { FunctionTarget } from './target.js';
 import type { WorkerSpec } from './messages.js';
 import { LoaderWorkers } from './workers.js';
 import { checkIdentity, identify, type LoaderIdentity } from './state-identity.js';
-import { restoreDataset, restoreIterator, snapshot, type ReplicaState } from './dataset-state.js';
+import { snapshot, type ReplicaState } from './dataset-state.js';
 import { LoaderStats, type DataLoaderStats } from './loader-stats.js';
 import { resolveTarget } from '../process/target.js';
 
@@ -146,25 +145,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       // Only default collate's batches are made for the step (defaultConvert's samples may be the dataset's own).
       const wrap = s.collate === undefined && s.batchSize !== null ? disposable : (b: unknown) => b;
       if (s.numWorkers === 0) {
-        const collate = (await loadOption(s.collate, 'collate target')) ?? (s.batchSize === null ? defaultConvert : defaultCollate);
-        // NOTE [Resumable datasets]: the dataset's state first, then its iterator made and loaded.
-        await restoreDataset(dataset, epoch.restore?.[0] ?? null);
-        const fetcher = makeFetcher(dataset, kind, {
-          batchSize: s.batchSize,
-          dropLast: s.dropLast,
-          collate: collate as CollateFn,
-          releaseSamples: s.releaseSamples,
-        });
-        await restoreIterator(fetcher, epoch.restore?.[0] ?? null);
-        epoch.setReplica(0, snapshot(dataset, fetcher));
-        yield* loadInProcess(
-          epoch,
-          fetcher,
-          wrap,
-          () => this.#endEpoch(epoch),
-          () => snapshot(dataset, fetcher),
-          this.#stats,
-        );
+        yield* loadInProcess(epoch, dataset, kind, s, wrap, () => this.#endEpoch(epoch), this.#stats);
       } else {
         const workers = await this.#workersFor(epoch, kind);
         yield* workers.run(epoch, wrap, () => this.#endEpoch(epoch));
@@ -315,14 +296,10 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   #identity(): LoaderIdentity {
     if (this.#built === null) throw notBuilt('state dict');
     const s = this.#settings;
-    return identify({
-      kind: this.#built.kind,
-      dataset: this.#built.dataset,
-      batchSize: this.batchSize,
-      dropLast: s.dropLast,
-      sampler: s.batchSampler ?? s.sampler ?? innerSampler(this.#indexSampler),
-      numWorkers: s.numWorkers,
-    });
+    return identify(
+      { ...this.#built, batchSize: this.batchSize, dropLast: s.dropLast, numWorkers: s.numWorkers },
+      s.batchSampler ?? s.sampler ?? this.#indexSampler,
+    );
   }
 
   /** Stops the workers a persistent loader keeps (an iteration still running fails with ERR_TP_DATALOADER_CLOSED). The loader can be iterated again: workers start anew. */
@@ -335,11 +312,6 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
-}
-
-/** The sampler the loader made: a BatchSampler's inner one, or the sampler itself (batchSize null). */
-function innerSampler(s: unknown): unknown {
-  return s instanceof BatchSampler ? s.sampler : s;
 }
 
 function notBuilt(what: string): NoLengthError {

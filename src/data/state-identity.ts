@@ -48,20 +48,24 @@ export interface IdentitySource {
   dataset: unknown;
   batchSize: number | null;
   dropLast: boolean;
-  /** The sampler the user gave (sampler or batchSampler) or the loader made. */
-  sampler: unknown;
   numWorkers: number;
 }
 
-export function identify(src: IdentitySource): LoaderIdentity {
+/**
+ * The identity of a loader over `src`, whose sampler is `sampler`: the one the user gave
+ * (sampler or batchSampler), or the one the loader made (a BatchSampler around the one that
+ * counts, or with batchSize null the sampler itself).
+ */
+export function identify(src: IdentitySource, sampler: unknown): LoaderIdentity {
   const map = src.kind === 'map';
+  const s = sampler instanceof BatchSampler && src.batchSize !== null ? sampler.sampler : sampler;
   return {
     dataset: src.kind,
     datasetLength: lengthOf(src.dataset),
     batchSize: src.batchSize,
     dropLast: src.dropLast,
-    sampler: map ? samplerKind(src.sampler) : null,
-    samplerLength: map ? lengthOf(src.sampler) : null,
+    sampler: map ? samplerKind(s) : null,
+    samplerLength: map ? lengthOf(s) : null,
     numWorkers: src.numWorkers,
   };
 }
