@@ -4,7 +4,7 @@
 import { DatasetNeedsTargetError, InvalidArgumentError, InvalidDatasetError } from '../errors.js';
 import { loadFunction, checkTarget, type FunctionTarget } from './target.js';
 
-/** torch's map-style Dataset: `getItem(i)` for i in [0, length). */
+/** torch's map-style Dataset: `getItem(i)` for i in [0, length) (with batchSize null, whatever the sampler yields: a list of indices for bulk loading). */
 export interface MapDataset<T = unknown> {
   readonly length: number;
   getItem(index: number): T | Promise<T>;

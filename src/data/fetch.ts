@@ -9,7 +9,7 @@ import type { Dataset, MapDataset, IterableDataset } from './dataset.js';
 export type CollateFn = (batch: unknown[]) => unknown;
 export type ConvertFn = (sample: unknown) => unknown;
 
-/** What one fetch asks for: indices of a batch, one index (batchSize null), or null (an iterable dataset's next). */
+/** What one fetch asks for: indices of a batch, one sampler element (batchSize null: an index, or a list for bulk loading), or null (an iterable dataset's next). */
 export type FetchRequest = readonly number[] | number | null;
 
 /** An iterable dataset that has nothing more to give (torch raises StopIteration). */
@@ -55,7 +55,11 @@ class MapFetcher implements Fetcher {
 
   async fetch(req: FetchRequest): Promise<unknown> {
     const { dataset, opts } = this;
-    if (typeof req === 'number') return (opts.collate as ConvertFn)(await dataset.getItem(req)); // an async collate's promise is awaited by the caller's await
+    // batchSize null: the sampler's element reaches getItem whole, a list of indices included
+    // (torch's bulk loading: auto_collation off, dataset[possibly_batched_index]).
+    if (opts.batchSize === null || typeof req === 'number') {
+      return (opts.collate as ConvertFn)(await dataset.getItem(req as number)); // an async collate's promise is awaited by the caller's await
+    }
     const indices = req as readonly number[];
     const samples = new Array<unknown>(indices.length);
     // Default collate takes the samples as they come while getItem answers at once (NOTE
@@ -127,6 +131,11 @@ class IterableFetcher implements Fetcher {
     return collateOwned(collate as CollateFn, samples, releaseSamples === true);
   }
 
+  /** The dataset's iterator (NOTE [Resumable datasets]: it may have a state of its own). */
+  get iterator(): unknown {
+    return this.#it;
+  }
+
   /** Stops the dataset's iterator (its `finally` blocks run), as breaking out of a for-of does. */
   async close(): Promise<void> {
     if (this.#ended) return;
@@ -138,4 +147,9 @@ class IterableFetcher implements Fetcher {
 /** Ends an iterable dataset's iteration early (a no-op for map-style). */
 export async function closeFetcher(f: Fetcher): Promise<void> {
   if (f instanceof IterableFetcher) await f.close();
+}
+
+/** An iterable dataset's iterator (null for map-style). */
+export function fetcherIterator(f: Fetcher): unknown {
+  return f instanceof IterableFetcher ? f.iterator : null;
 }

@@ -2,6 +2,8 @@
 export { DataLoader } from './loader.js';
 export type { DataLoaderOptions } from './options.js';
 export type { DataLoaderState } from './epoch.js';
+export type { DataLoaderStats, DataLoaderWorkerStats } from './loader-stats.js';
+export type { Percentiles } from '../workers/stats-ring.js';
 export type { Dataset, MapDataset, IterableDataset, DatasetTarget } from './dataset.js';
 export { Generator } from './generator.js';
 export type { GeneratorState } from './generator.js';

@@ -2,7 +2,6 @@
 // holds what every iteration shares (the dataset, the samplers, the epoch and its state);
 // in-process.ts loads in this process, the worker files in worker processes.
 import { InvalidArgumentError, NoLengthError } from '../errors.js';
-import { defaultCollate, defaultConvert } from './collate.js';
 import {
   checkDatasetTarget,
   classify,
@@ -14,16 +13,19 @@ import {
   type MapDataset,
 } from './dataset.js';
 import { Epoch, STATE_FORMAT, checkState, forever, samplerGenerators, type DataLoaderState } from './epoch.js';
-import { makeFetcher, type CollateFn, type FetchRequest } from './fetch.js';
+import type { FetchRequest } from './fetch.js';
 import type { Generator } from './generator.js';
 import { loadInProcess } from './in-process.js';
 import { checkKind, parseOptions, type DataLoaderOptions, type Settings } from './options.js';
 import { disposable } from './release.js';
 import { BatchSampler, RandomSampler, SequentialSampler } from './sampler.js';
-import { loadOption, type FunctionTarget } from './target.js';
+import type { FunctionTarget } from './target.js';
 import type { WorkerSpec } from './messages.js';
 import { LoaderWorkers } from './workers.js';
 import { buildSource, checkTravels, isComposed } from './datasets/source.js';
+import { checkIdentity, identify, type LoaderIdentity } from './state-identity.js';
+import { snapshot, type ReplicaState } from './dataset-state.js';
+import { LoaderStats, type DataLoaderStats } from './loader-stats.js';
 import { resolveTarget } from '../process/target.js';
 
 export class DataLoader<B = unknown> implements AsyncIterable<B> {
@@ -44,6 +46,9 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   #targets: Promise<Pick<WorkerSpec, 'dataset' | 'collate' | 'workerInit'>> | null = null;
   /** A loaded state waiting for the next iteration. */
   #resume: DataLoaderState | null = null;
+  /** Persistent workers between epochs: their datasets' states (NOTE [Resumable datasets]). */
+  #carried: (ReplicaState | null)[] | null = null;
+  readonly #stats = new LoaderStats();
 
   constructor(dataset: Dataset | DatasetTarget, options?: DataLoaderOptions) {
     const s = parseOptions(options);
@@ -75,7 +80,8 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     } else {
       const dataset = built.dataset as MapDataset;
       const sampler = s.sampler ?? (s.shuffle ? new RandomSampler(dataset, { generator: s.generator }) : new SequentialSampler(dataset));
-      this.#indexSampler = s.batchSize === null ? sampler : new BatchSampler(sampler, s.batchSize, s.dropLast);
+      // batchSize null: each element as it is, a list of indices included (bulk loading).
+      this.#indexSampler = s.batchSize === null ? sampler : new BatchSampler(sampler as Iterable<number>, s.batchSize, s.dropLast);
     }
   }
 
@@ -143,14 +149,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       // Only default collate's batches are made for the step (defaultConvert's samples may be the dataset's own).
       const wrap = s.collate === undefined && s.batchSize !== null ? disposable : (b: unknown) => b;
       if (s.numWorkers === 0) {
-        const collate = (await loadOption(s.collate, 'collate target')) ?? (s.batchSize === null ? defaultConvert : defaultCollate);
-        const fetcher = makeFetcher(dataset, kind, {
-          batchSize: s.batchSize,
-          dropLast: s.dropLast,
-          collate: collate as CollateFn,
-          releaseSamples: s.releaseSamples,
-        });
-        yield* loadInProcess(epoch, fetcher, wrap, () => this.#endEpoch(epoch));
+        yield* loadInProcess(epoch, dataset, kind, s, wrap, () => this.#endEpoch(epoch), this.#stats);
       } else {
         const workers = await this.#workersFor(epoch, kind);
         yield* workers.run(epoch, wrap, () => this.#endEpoch(epoch));
@@ -164,7 +163,8 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   async #workersFor(epoch: Epoch, kind: DatasetKind): Promise<LoaderWorkers> {
     const s = this.#settings;
     const old = this.#workers;
-    if (old !== null && s.persistentWorkers && old.usable && old.baseSeed === epoch.baseSeed) return old;
+    // Parked workers cannot load replicas' states: a resumed epoch with them starts new ones.
+    if (old !== null && s.persistentWorkers && old.usable && old.baseSeed === epoch.baseSeed && epoch.restore === null) return old;
     if (old !== null && s.persistentWorkers) await old.stop();
     const spec = await this.#spec(kind, epoch.baseSeed);
     const workers = new LoaderWorkers({
@@ -175,6 +175,8 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       persistent: s.persistentWorkers,
       maxWorkerRestarts: s.maxWorkerRestarts,
       startMethod: s.startMethod,
+      restore: epoch.restore,
+      stats: this.#stats,
     });
     this.#workers = workers;
     return workers;
@@ -208,6 +210,12 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     };
   }
 
+  /** Counts and timings of the loader's batches (API.md, "Observability"): cheap, a new plain object each call. */
+  stats(): DataLoaderStats {
+    const w = this.#workers;
+    return this.#stats.read(w?.queued ?? 0, (id) => (w?.usable ? w.pid(id) : null));
+  }
+
   /** The pids of the workers running now (empty when loading in this process, or between non-persistent epochs). */
   get workerPids(): number[] {
     return this.#workers?.usable ? this.#workers.pids : [];
@@ -218,6 +226,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     const resume = this.#resume;
     this.#resume = null;
     if (resume !== null) {
+      checkIdentity(resume.loader, this.#identity(), resume.replicas !== null);
       s.generator.setState(resume.generator);
       resume.samplerGenerators.forEach((g, k) => this.#samplerGenerators[k]!.setState(g));
       this.#persistentSeed = resume.persistentSeed;
@@ -225,10 +234,12 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     const sampler = this.#indexSampler;
     const epoch = new Epoch(
       {
+        identity: this.#identity(),
         generator: s.generator,
         samplerGenerators: this.#samplerGenerators,
         persistentSeed: this.#persistentSeed,
         persistent: s.persistentWorkers,
+        replicaCount: Math.max(1, s.numWorkers),
       },
       kind === 'map' ? () => sampler![Symbol.iterator]() : forever,
       resume,
@@ -241,6 +252,11 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
 
   #endEpoch(epoch: Epoch): void {
     if (this.#epoch === epoch) this.#epoch = null;
+    // Persistent workers keep their replicas: the next epoch starts with their datasets' states (iterators start over).
+    const kept = this.#settings.persistentWorkers
+      ? epoch.replicas?.map((r) => (r?.dataset === undefined ? null : { dataset: r.dataset }))
+      : null;
+    this.#carried = kept?.some((r) => r !== null) ? kept : null;
   }
 
   /**
@@ -254,17 +270,40 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     const s = this.#settings;
     return {
       format: STATE_FORMAT,
+      loader: this.#identity(),
       generator: s.generator.getState(),
       samplerGenerators: this.#samplerGenerators.map((g) => g.getState()),
       persistentSeed: this.#persistentSeed,
       yielded: 0,
       alsoYielded: [],
+      replicas: this.#replicasBetweenEpochs(),
+      nextWorker: null,
     };
   }
 
   /** The next iteration resumes where `state` was taken: same order, same seeds, the batches handed out skipped. */
   loadStateDict(state: DataLoaderState): void {
-    this.#resume = checkState(state, this.#samplerGenerators.length);
+    const checked = checkState(state, this.#samplerGenerators.length);
+    // A dataset target not built yet: its length is known, and the identity checked, as the next iteration begins.
+    if (this.#built !== null) checkIdentity(checked.loader, this.#identity(), checked.replicas !== null);
+    this.#resume = checked;
+  }
+
+  /** Between epochs, what outlives one: the main process's dataset (numWorkers 0), persistent workers' (NOTE [Resumable datasets]). */
+  #replicasBetweenEpochs(): (ReplicaState | null)[] | null {
+    if (this.#settings.numWorkers > 0) return this.#carried;
+    const own = snapshot(this.#built!.dataset, null);
+    return own === null ? null : [own];
+  }
+
+  /** What identifies this loader in its state dicts (NOTE [Whose state dict]). */
+  #identity(): LoaderIdentity {
+    if (this.#built === null) throw notBuilt('state dict');
+    const s = this.#settings;
+    return identify(
+      { ...this.#built, batchSize: this.batchSize, dropLast: s.dropLast, numWorkers: s.numWorkers },
+      s.batchSampler ?? s.sampler ?? this.#indexSampler,
+    );
   }
 
   /** Stops the workers a persistent loader keeps (an iteration still running fails with ERR_TP_DATALOADER_CLOSED). The loader can be iterated again: workers start anew. */

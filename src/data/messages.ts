@@ -5,8 +5,15 @@ import type { SerializedError } from '../process/messages.js';
 import type { DatasetKind } from './dataset.js';
 import type { ComposedDataset } from './datasets/composed.js';
 import type { FetchRequest } from './fetch.js';
+import type { ReplicaState } from './dataset-state.js';
 
-/** A worker's start arguments: everything it needs to build its replica and load batches. */
+/**
+ * A worker's start arguments, with its replica's state to load (NOTE [Resumable datasets]):
+ * everything it needs to build its replica and load batches.
+ */
+export type WorkerArgs = [spec: WorkerSpec, replica: ReplicaState | null];
+
+/** What every worker of a loader is started with. */
 export interface WorkerSpec {
   /** The dataset target, its module resolved to a file: URL by the parent, or a composed dataset (NOTE [Datasets that travel]). */
   dataset: { module: string; export: string; args: readonly unknown[] } | ComposedDataset;
@@ -32,10 +39,14 @@ export type ToWorker =
   | { kind: 'resume'; reset: boolean };
 
 export type FromWorker =
-  | { kind: 'batch'; task: number; data: unknown }
+  /**
+   * `ms`: the time the worker took to make it (loader.stats()); `state`: its replica's state
+   * right after, when the dataset has one (NOTE [Resumable datasets]).
+   */
+  | { kind: 'batch'; task: number; data: unknown; ms: number; state: ReplicaState | null }
   /** An iterable dataset's replica has nothing more for task `task` (torch's _IterableDatasetStopIteration). */
   | { kind: 'end'; task: number }
   /** The answer to `resume`: this worker is alive and ready for the epoch. */
-  | { kind: 'resumed' }
+  | { kind: 'resumed'; state: ReplicaState | null }
   /** Loading task `task` threw; task null: building the dataset or workerInit did, and the worker stops. */
   | { kind: 'error'; task: number | null; error: SerializedError; trace: string };

@@ -14,8 +14,12 @@ export interface DataLoaderOptions {
   batchSize?: number | null;
   /** A new random order every epoch (map-style only). Exclusive with sampler. */
   shuffle?: boolean;
-  /** Indices to load, in order: any iterable of integers (a custom sampler), with `length` if known. */
-  sampler?: Iterable<number>;
+  /**
+   * Indices to load, in order: any iterable of integers (a custom sampler), with `length` if
+   * known. With `batchSize: null` its elements reach getItem as they are: a sampler of lists
+   * of indices gives getItem one list at a time (torch's bulk loading).
+   */
+  sampler?: Iterable<number> | Iterable<readonly number[]>;
   /** Arrays of indices, one per batch. Exclusive with batchSize, shuffle, sampler and dropLast. */
   batchSampler?: Iterable<readonly number[]>;
   /** Drop the last batch when it is short. */
@@ -58,7 +62,7 @@ export interface DataLoaderOptions {
 export interface Settings {
   batchSize: number | null;
   shuffle: boolean;
-  sampler: Iterable<number> | undefined;
+  sampler: Iterable<number> | Iterable<readonly number[]> | undefined;
   batchSampler: Iterable<readonly number[]> | undefined;
   dropLast: boolean;
   collate: FunctionTarget | CollateFn | ConvertFn | undefined;

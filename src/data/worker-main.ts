@@ -10,9 +10,10 @@ import { errorMessage } from '../process/error-payload.js';
 import { defaultCollate, defaultConvert } from './collate.js';
 import type { Dataset } from './dataset.js';
 import { buildSource } from './datasets/source.js';
-import { END as NO_MORE, closeFetcher, makeFetcher, type CollateFn, type Fetcher } from './fetch.js';
+import { END as NO_MORE, closeFetcher, makeFetcher, type CollateFn, type Fetcher, type FetcherOptions } from './fetch.js';
 import { Generator } from './generator.js';
-import type { FromWorker, ToWorker, WorkerSpec } from './messages.js';
+import { restoreDataset, restoreIterator, snapshot, type ReplicaState } from './dataset-state.js';
+import type { FromWorker, ToWorker, WorkerArgs } from './messages.js';
 import { releaseTensors } from './release.js';
 import { loadFunction } from './target.js';
 import { loopTurner } from '../event-loop.js';
@@ -39,22 +40,28 @@ function failure(task: number | null, e: unknown): FromWorker {
   return { kind: 'error', task, error, trace };
 }
 
-export const main = workerMain<[WorkerSpec]>(async ({ id, port, args: [spec] }) => {
+export const main = workerMain<WorkerArgs>(async ({ id, port, args: [spec, replica] }) => {
   const seed = spec.baseSeed + id;
   seedMathRandom(seed);
   const info = { id, numWorkers: spec.numWorkers, seed, generator: new Generator(seed), dataset: null as unknown };
   setWorkerInfo(info);
   let dataset: Dataset;
-  let collate: CollateFn;
+  let opts: FetcherOptions;
+  let fetcher: Fetcher;
   try {
     // torch: seeded, then worker_init_fn(id) with the replica already in get_worker_info().dataset.
     dataset = (await buildSource(spec.dataset)).dataset;
     setWorkerInfo({ ...info, dataset });
     if (spec.workerInit !== null) await (await loadFunction(spec.workerInit, 'workerInit target'))(id);
-    collate =
+    const collate =
       spec.collate !== null
         ? ((await loadFunction(spec.collate, 'collate target')) as CollateFn)
         : ((spec.batchSize === null ? defaultConvert : defaultCollate) as CollateFn);
+    opts = { batchSize: spec.batchSize, dropLast: spec.dropLast, collate, releaseSamples: spec.releaseSamples };
+    // NOTE [Resumable datasets]: the dataset's state first, then its iterator made and loaded (torchdata's order).
+    await restoreDataset(dataset, replica);
+    fetcher = makeFetcher(dataset, spec.kind, opts);
+    await restoreIterator(fetcher, replica);
   } catch (e) {
     port.send(failure(null, e));
     await port.flushed();
@@ -66,8 +73,6 @@ export const main = workerMain<[WorkerSpec]>(async ({ id, port, args: [spec] }) 
   // worker's cache and the next batch reuses it. A custom collate (or defaultConvert) may
   // return tensors the dataset keeps: those are left to the garbage collector.
   const ownsBatches = spec.collate === null && spec.batchSize !== null;
-  const opts = { batchSize: spec.batchSize, dropLast: spec.dropLast, collate, releaseSamples: spec.releaseSamples };
-  let fetcher: Fetcher = makeFetcher(dataset, spec.kind, opts);
   const turn = loopTurner();
   for (;;) {
     await turn();
@@ -78,12 +83,15 @@ export const main = workerMain<[WorkerSpec]>(async ({ id, port, args: [spec] }) 
         await closeFetcher(fetcher);
         fetcher = makeFetcher(dataset, spec.kind, opts);
       }
-      port.send({ kind: 'resumed' } satisfies FromWorker);
+      port.send({ kind: 'resumed', state: snapshot(dataset, fetcher) } satisfies FromWorker);
       continue;
     }
     let data: unknown;
+    let state: ReplicaState | null = null;
+    const t0 = performance.now();
     try {
       data = await fetcher.fetch(m.req);
+      if (data !== NO_MORE) state = snapshot(dataset, fetcher);
     } catch (e) {
       port.send(failure(m.task, e));
       continue;
@@ -93,7 +101,7 @@ export const main = workerMain<[WorkerSpec]>(async ({ id, port, args: [spec] }) 
       continue;
     }
     try {
-      port.send({ kind: 'batch', task: m.task, data } satisfies FromWorker);
+      port.send({ kind: 'batch', task: m.task, data, ms: performance.now() - t0, state } satisfies FromWorker);
     } catch (e) {
       port.send(failure(m.task, e)); // a batch that cannot travel (a function inside it, say)
     } finally {

@@ -36,7 +36,9 @@ import { DataLoaderClosedError, DataLoaderTimeoutError } from '../errors.js';
 import { WorkerSet, type WorkerExit } from '../workers/worker-set.js';
 import type { Epoch } from './epoch.js';
 import type { FetchRequest } from './fetch.js';
-import type { FromWorker, WorkerSpec } from './messages.js';
+import type { FromWorker, WorkerArgs, WorkerSpec } from './messages.js';
+import type { ReplicaState } from './dataset-state.js';
+import type { LoaderStats } from './loader-stats.js';
 import { releaseTensors } from './release.js';
 import { batchError, exitError, initError } from './worker-errors.js';
 import type { StartMethod } from './options.js';
@@ -60,6 +62,10 @@ export interface WorkersOptions {
   persistent: boolean;
   maxWorkerRestarts: number;
   startMethod: StartMethod;
+  /** The replicas' states the workers load as they start (NOTE [Resumable datasets]); null: none. */
+  restore: readonly (ReplicaState | null)[] | null;
+  /** The loader's counters (loader.stats()). */
+  stats: LoaderStats;
 }
 
 const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
@@ -85,6 +91,8 @@ export class LoaderWorkers {
   #stopped = false;
   #epochs = 0;
   #restarts = 0;
+  /** The epoch running (its replicas' states start a replaced worker), or null. */
+  #epoch: Epoch | null = null;
   /** While a persistent epoch begins: the parked workers that have not answered `resume` yet. */
   #resuming: Set<number> | null = null;
 
@@ -100,11 +108,22 @@ export class LoaderWorkers {
           main: MAIN,
           size: this.#n,
           startMethod: o.startMethod,
-          args: () => [o.spec],
+          // A replaced worker starts from its id's last snapshot (NOTE [Resumable datasets]).
+          args: (id): WorkerArgs => [o.spec, this.#epoch?.replica(id) ?? o.restore?.[id] ?? null],
           onMessage: (id, m) => this.#onMessage(id, m as FromWorker),
           onExit: (id, exit) => this.#onExit(id, exit),
         }),
     );
+    o.stats.workersStarted(this.#n);
+  }
+
+  /** Batches asked of the workers and not handed out yet (loader.stats()). */
+  get queued(): number {
+    return this.#tasks.size;
+  }
+
+  pid(id: number): number | null {
+    return this.#set.pid(id);
   }
 
   get pids(): number[] {
@@ -134,10 +153,12 @@ export class LoaderWorkers {
 
   #onMessage(id: number, m: FromWorker): void {
     if (m.kind === 'resumed') {
+      this.#epoch?.setReplica(id, m.state);
       this.#resuming?.delete(id);
       return this.#wakeUp();
     }
     if (m.kind === 'error' && m.task === null) return this.#fail(initError(id, this.#set.pid(id), m));
+    if (m.kind === 'batch') this.#o.stats.made(id, m.ms);
     const task = this.#tasks.get(m.task as number);
     if (task === undefined || task.worker !== id) {
       // A result of an iteration that ended before it came (NOTE [DataLoader workers]).
@@ -161,6 +182,7 @@ export class LoaderWorkers {
     if (!this.#running) return; // parked: replaced when the next epoch starts
     if (this.#o.spec.kind === 'map' && this.#restarts < this.#o.maxWorkerRestarts) {
       this.#restarts++;
+      this.#o.stats.workerRestarts++;
       process.emitWarning(
         `tensorproc: ${exitError(id, exit, []).message} It was replaced (restart ${this.#restarts} of ${this.#o.maxWorkerRestarts}) and its ${pending.length} unfinished batches sent to the new worker.`,
         'TensorprocWarning',
@@ -169,6 +191,7 @@ export class LoaderWorkers {
       for (const t of pending) this.#send(id, this.#tasks.get(t)!);
       return;
     }
+    this.#o.stats.failed += pending.length;
     this.#fail(
       exitError(
         id,
@@ -254,8 +277,10 @@ export class LoaderWorkers {
   /** One epoch's batches, as NOTE [DataLoader workers] says. `done` is called when it ran to its end. */
   async *run(epoch: Epoch, wrap: (b: unknown) => unknown, done: () => void): AsyncGenerator<unknown> {
     this.#running = true;
+    this.#epoch = epoch;
     this.#restarts = 0;
     this.#active.fill(true);
+    if (this.#o.inOrder && epoch.resumeWorker !== null) this.#next = epoch.resumeWorker;
     const limit = this.#o.prefetchFactor * this.#n;
     const order: Task[] = [];
     let head = 0;
@@ -278,6 +303,7 @@ export class LoaderWorkers {
       if (this.#epochs++ > 0) await this.#resumeParked();
       put();
       let waitingSince = -1;
+      let asked = performance.now(); // when next() began waiting (loader.stats().waitTime)
       for (;;) {
         if (this.#stopped) throw this.#failure; // closed: nothing more is handed out
         let task: Task | undefined;
@@ -298,7 +324,10 @@ export class LoaderWorkers {
         waitingSince = -1;
         this.#tasks.delete(task.id);
         const o = task.outcome!;
-        if (o.kind === 'error') throw batchError(task.worker, task.pid, task.req, o);
+        if (o.kind === 'error') {
+          this.#o.stats.failed++;
+          throw batchError(task.worker, task.pid, task.req, o);
+        }
         put();
         if (o.kind === 'end') continue;
         const data = (o as { data: unknown }).data;
@@ -307,8 +336,10 @@ export class LoaderWorkers {
           releaseTensors(data);
           continue;
         }
-        epoch.handedOut(task.pos);
+        epoch.handedOut(task.pos, task.worker, (o as { state: ReplicaState | null }).state);
+        this.#o.stats.handedOut(task.worker, performance.now() - asked);
         yield wrap(data);
+        asked = performance.now();
       }
       done();
     } finally {
@@ -318,6 +349,7 @@ export class LoaderWorkers {
 
   async #endIteration(): Promise<void> {
     this.#running = false;
+    this.#epoch = null;
     for (const t of this.#tasks.values()) if (t.outcome?.kind === 'batch') releaseTensors(t.outcome.data);
     this.#tasks.clear();
     this.#arrivals = [];
@@ -330,6 +362,7 @@ export class LoaderWorkers {
     if (this.#running)
       this.#fail(new DataLoaderClosedError('The DataLoader was closed while this iteration was running: its workers are stopped.'));
     this.#stopped = true;
+    this.#o.stats.workersStopped();
     this.#wakeUp();
     await this.#set.stop({ grace: 1000 });
   }

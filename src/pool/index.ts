@@ -3,4 +3,3 @@
 export { Pool } from './pool.js';
 export type { PoolOptions, CallOptions, MapOptions, ImapOptions } from './pool.js';
 export type { PoolStats, PoolWorkerStats } from './pool-stats.js';
-export type { Percentiles } from '../workers/stats-ring.js';

@@ -11,7 +11,7 @@
 // map's chunks: the call; an imap's: when the chunk was read from its input and given out)
 // to that beginning. Busy share: the time a worker id spent running chunks over the time
 // since the pool was made, its replacements included.
-import { StatsRing, type Percentiles } from '../workers/stats-ring.js';
+import { SampleRing, type Percentiles } from '../workers/stats-ring.js';
 
 export interface PoolWorkerStats {
   /** The worker id (0 .. processes - 1); a replacement keeps its id. */
@@ -45,8 +45,8 @@ export interface PoolStats {
 export class PoolMeter {
   done = 0;
   failed = 0;
-  readonly run = new StatsRing();
-  readonly wait = new StatsRing();
+  readonly run = new SampleRing();
+  readonly wait = new SampleRing();
   readonly #busyUs: Float64Array;
   readonly #doneBy: Float64Array;
   readonly #since = performance.now();
@@ -67,8 +67,8 @@ export class PoolMeter {
       this.done += n;
       this.#doneBy[id]! += n;
     } else this.failed += n;
-    this.run.add(runMs);
-    this.wait.add(Math.max(waitMs, 0));
+    this.run.push(runMs);
+    this.wait.push(Math.max(waitMs, 0));
   }
 
   workers(pids: readonly (number | null)[]): PoolWorkerStats[] {

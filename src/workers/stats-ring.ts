@@ -1,46 +1,87 @@
-// The last N samples of a duration, kept for stats() (pool.stats(), loader.stats()).
+// Counters' companions for `stats()` of the DataLoader and the Pool (API.md, "Observability"):
+// a fixed ring of the last samples of a duration, summarized as percentiles when asked, and
+// the busy share of each worker of a set.
 //
 // NOTE [Stats rings]
-// stats() must be cheap to call in a hot loop and cost nothing on a task's path: a sample is
-// one write into a preallocated Float64Array (no allocation, no sorting), and the
-// percentiles are computed only when stats() asks, by sorting a copy of at most N numbers
-// (N = 1,000: about 20 µs). Percentiles are nearest-rank over the samples held; with none,
-// each is 0 and `count` says so.
+// stats() must be cheap enough to call in a hot loop and must cost nothing on a batch's or a
+// task's path. So recording is a store into a preallocated Float64Array ring (the last 1,000
+// samples, the oldest overwritten) and an addition for busy time: no allocation, no sorting.
+// The percentiles are computed only when stats() asks: the ring is copied into a scratch array
+// of the same fixed size, sorted there (a typed array's numeric sort, about 1,000 values) and
+// read by nearest rank (torch and piscina report the same kind of figure). A ring with no
+// sample yet reports 0 with count 0, so every figure is a finite number >= 0.
 
-/** Percentiles of the last samples, in milliseconds. */
+/** How many of the last samples a ring keeps. */
+export const RING_SIZE = 1000;
+
+/** Percentiles of a ring's samples (milliseconds for durations), and how many samples they summarize. */
 export interface Percentiles {
-  p50: number;
-  p90: number;
-  p99: number;
-  /** How many samples they are over (at most 1,000). */
-  count: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  /** Samples summarized: at most RING_SIZE. */
+  readonly count: number;
 }
 
-export class StatsRing {
+/** The last RING_SIZE samples of a quantity (NOTE [Stats rings]). */
+export class SampleRing {
   readonly #values: Float64Array;
+  readonly #scratch: Float64Array;
   #next = 0;
   #count = 0;
 
-  constructor(size = 1000) {
+  constructor(size = RING_SIZE) {
     this.#values = new Float64Array(size);
+    this.#scratch = new Float64Array(size);
   }
 
-  add(ms: number): void {
-    this.#values[this.#next] = ms;
+  /** Records one sample: a store, no allocation. */
+  push(v: number): void {
+    this.#values[this.#next] = v;
     this.#next = this.#next + 1 === this.#values.length ? 0 : this.#next + 1;
     if (this.#count < this.#values.length) this.#count++;
   }
 
+  get count(): number {
+    return this.#count;
+  }
+
+  /** p50, p90 and p99 of the samples kept, by nearest rank (0 with count 0 when empty). */
   percentiles(): Percentiles {
     const n = this.#count;
     if (n === 0) return { p50: 0, p90: 0, p99: 0, count: 0 };
-    const sorted = this.#values.slice(0, n).sort();
-    const at = (p: number): number => round(sorted[Math.min(n - 1, Math.ceil(p * n) - 1)]!);
+    const sorted = this.#scratch.subarray(0, n);
+    sorted.set(this.#values.subarray(0, n));
+    sorted.sort();
+    const at = (p: number) => sorted[Math.min(n - 1, Math.max(0, Math.ceil(p * n) - 1))]!;
     return { p50: at(0.5), p90: at(0.9), p99: at(0.99), count: n };
   }
 }
 
-/** Milliseconds to the microsecond: what a stats() reader can use. */
-function round(ms: number): number {
-  return Math.round(ms * 1000) / 1000;
+/** Busy time per worker of a set since it started: each share is busy time over wall time, in [0, 1]. */
+export class BusyClock {
+  readonly #busy: Float64Array;
+  readonly #since = performance.now();
+  #until: number | null = null;
+
+  constructor(workers: number) {
+    this.#busy = new Float64Array(workers);
+  }
+
+  /** Worker `id` spent `ms` on one task or batch. */
+  add(id: number, ms: number): void {
+    if (id >= 0 && id < this.#busy.length) this.#busy[id]! += ms;
+  }
+
+  /** The set stopped: shares are over its lifetime from now on. */
+  stop(): void {
+    this.#until ??= performance.now();
+  }
+
+  /** Worker `id`'s busy share of the time since the set started (or until it stopped). */
+  share(id: number): number {
+    const wall = (this.#until ?? performance.now()) - this.#since;
+    if (!(wall > 0)) return 0;
+    return Math.min(1, Math.max(0, (this.#busy[id] ?? 0) / wall));
+  }
 }
