@@ -22,7 +22,7 @@ export interface DataLoaderStats {
   /** Batches asked of the workers and not handed out yet (0 loading in this process, or between epochs). */
   readonly queued: number;
   /** Dead workers replaced (maxWorkerRestarts), over the loader's life. */
-  readonly workerRestarts: number;
+  readonly restarts: number;
   /** Time to make a batch (in its worker, or in this process), ms, over the last 1,000 batches. */
   readonly runTime: Percentiles;
   /** Time next() waited for a batch, ms, over the last 1,000 batches. */
@@ -35,7 +35,7 @@ export interface DataLoaderStats {
 export class LoaderStats {
   done = 0;
   failed = 0;
-  workerRestarts = 0;
+  restarts = 0;
   readonly #run = new SampleRing();
   readonly #wait = new SampleRing();
   #busy: BusyClock | null = null;
@@ -73,7 +73,7 @@ export class LoaderStats {
       done: this.done,
       failed: this.failed,
       queued,
-      workerRestarts: this.workerRestarts,
+      restarts: this.restarts,
       runTime: this.#run.percentiles(),
       waitTime: this.#wait.percentiles(),
       workers,

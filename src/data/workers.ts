@@ -182,7 +182,7 @@ export class LoaderWorkers {
     if (!this.#running) return; // parked: replaced when the next epoch starts
     if (this.#o.spec.kind === 'map' && this.#restarts < this.#o.maxWorkerRestarts) {
       this.#restarts++;
-      this.#o.stats.workerRestarts++;
+      this.#o.stats.restarts++;
       process.emitWarning(
         `tensorproc: ${exitError(id, exit, []).message} It was replaced (restart ${this.#restarts} of ${this.#o.maxWorkerRestarts}) and its ${pending.length} unfinished batches sent to the new worker.`,
         'TensorprocWarning',

@@ -39,7 +39,7 @@ describe('loader.stats()', () => {
       done: 0,
       failed: 0,
       queued: 0,
-      workerRestarts: 0,
+      restarts: 0,
       runTime: { p50: 0, p90: 0, p99: 0, count: 0 },
       waitTime: { p50: 0, p90: 0, p99: 0, count: 0 },
       workers: [],
@@ -113,7 +113,7 @@ describe('loader.stats()', () => {
       });
       assert.equal(await drain(loader), 6);
       const s = loader.stats();
-      assert.equal(s.workerRestarts, 1);
+      assert.equal(s.restarts, 1);
       assert.equal(s.done, 6);
       assert.equal(s.failed, 0);
     } finally {
