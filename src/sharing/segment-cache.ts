@@ -289,6 +289,11 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
     }
   }
 
+  /** Busy segments: ended here, still held elsewhere or in flight (tests). */
+  busySegments(): Segment[] {
+    return this.#busy.map((e) => e.segment);
+  }
+
   /** Free segments kept (tests). */
   get freeCount(): number {
     return this.#freeCount;
