@@ -1,5 +1,5 @@
 // A consumer SIGKILLed at a random point of its receive path leaves its producer nothing
-// busy for good (NOTE [References in flight]): the storm of issue 25. The parent produces
+// busy for good (NOTE [Orphans in flight]): the storm of issue 25. The parent produces
 // fresh shared tensors, one per message, and releases each after its put; a child gets and
 // keeps them and is killed a random time after its first message; the parent drains the
 // rest, checks that every message arrived once (the one in the consumer's hands excepted),
@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
-import { segmentCache, mappedSegments } from '../../src/sharing/index.js';
+import { receiveCache, segmentCache, mappedSegments } from '../../src/sharing/index.js';
 import { holders } from '../../src/sharing/segment-header.js';
 import { checkLeaks, openFds } from '../helpers/leaks.js';
 import { reap } from '../helpers/procs.js';
@@ -19,10 +19,12 @@ checkLeaks();
 
 const targets = new URL('./fixtures/storm-targets.js', import.meta.url);
 const TRIALS = 20;
-// Issue 25 is open: a reference a consumer took off the socket and died before recording in
-// its slot is orphaned (about 1 kill in 2). Reported, not failed, until the fix lands; then
-// this becomes undefined.
-const OPEN = 'issue 25: references taken in flight by a consumer killed mid-receive are orphaned';
+// file_descriptor: NOTE [Orphans in flight] takes them back. file_system (its messages carry
+// no descriptor to witness them) is still open, and its orphans keep names in /dev/shm until
+// this process exits: skipped unless TP_STORM_FS=1 (then it fails, as the issue says).
+const OPEN = 'issue 25 under file_system: a reference taken in flight by a consumer killed mid-receive is orphaned';
+/** Housekeeping passes to drive at most: reclaim and probe, then the second look that settles. */
+const PASSES = 4;
 const SEED = Number(process.env.TP_STORM_SEED ?? Date.now() % 2 ** 31);
 
 /** Gets what is left in `q` once everything this process put has gone into it. */
@@ -51,7 +53,9 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
     ['4 MiB', 1 << 20, 24, 150],
     ['1 KiB', 256, 300, 60],
   ] as const) {
-    test(`${strategy}, ${label}: ${TRIALS} consumers killed mid-stream leave no segment busy`, { todo: OPEN }, async (t) => {
+    test(`${strategy}, ${label}: ${TRIALS} consumers killed mid-stream leave no segment busy`, {
+      todo: strategy === 'file_system' ? OPEN : undefined,
+    }, async (t) => {
       mp.setSharingStrategy(strategy);
       const seed = SEED + (strategy === 'file_system' ? 1 : 0) + (elements === 256 ? 2 : 0);
       t.diagnostic(`seed ${seed} (replay: TP_STORM_SEED=${SEED})`);
@@ -106,7 +110,10 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
         }
         // Housekeeping takes back what the dead consumers held and settles what they took
         // in flight: nothing of this process stays busy.
-        segmentCache.housekeeping();
+        // Parked mappings of our own segments (drained here) keep what they were sent with open
+        // until they decay (NOTE [Cache decay]): that decay, now.
+        receiveCache.clear();
+        for (let i = 0; i < PASSES && segmentCache.busySegments().length > 0; i++) segmentCache.housekeeping();
         const busy = segmentCache.busySegments().map((s) => `total ${s.refcount()}, slots ${JSON.stringify(holders(s.header))}`);
         t.diagnostic(`messages lost in the consumers' hands: ${lostTotal}; segments busy after housekeeping: ${busy.length}`);
         assert.equal(busy.length, 0, `seed ${seed}: segments busy with nothing alive to hold them: ${busy.join('; ')}`);
