@@ -54,7 +54,7 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
     ['1 KiB', 256, 300, 60],
   ] as const) {
     test(`${strategy}, ${label}: ${TRIALS} consumers killed mid-stream leave no segment busy`, {
-      todo: strategy === 'file_system' ? OPEN : undefined,
+      skip: strategy === 'file_system' && process.env.TP_STORM_FS !== '1' ? OPEN : undefined,
     }, async (t) => {
       mp.setSharingStrategy(strategy);
       const seed = SEED + (strategy === 'file_system' ? 1 : 0) + (elements === 256 ? 2 : 0);
