@@ -5,29 +5,24 @@ import * as mp from '../../src/index.js';
 import { receiveCache, segmentCache } from '../../src/sharing/index.js';
 import { holders } from '../../src/sharing/segment-header.js';
 import { Prng } from './prng.js';
-import { get, type Message } from './targets.js';
+import { get, put, type Channel, type Message } from './targets.js';
 import { elementsOf, joinKilled, makeChannel, target, type Trial } from './trial-kit.js';
 
 const ROUNDS = 4;
 
-/** What is left on the channel once everything this process sent has gone in. */
-async function drain(ch: mp.Queue<unknown> | mp.SimpleQueue<unknown> | mp.Connection<unknown>, marks: Int32Array): Promise<number> {
+/**
+ * What is left on the channel, up to the end marker this process sent after the kill: a put
+ * may wait in this process's backlog (NOTE [Sending without blocking]), and messages of one
+ * sender arrive in order.
+ */
+async function drain(ch: Channel, marks: Int32Array): Promise<number> {
   let n = 0;
-  const waiting = (): Promise<boolean> =>
-    ch instanceof mp.Connection ? ch.poll(0) : Promise.resolve(!(ch as mp.Queue<unknown> | mp.SimpleQueue<unknown>).empty());
-  let flushed = ch instanceof mp.Queue ? false : true;
-  if (ch instanceof mp.Queue) void ch.joinThread().then(() => (flushed = true));
   for (;;) {
-    const wasFlushed = flushed;
-    if (await waiting()) {
-      const { seq, t } = (await get(ch)) as Message;
-      marks[seq] = marks[seq]! + 1;
-      t.release();
-      n++;
-      continue;
-    }
-    if (wasFlushed) return n;
-    await new Promise((r) => setImmediate(r));
+    const { seq, t } = (await get(ch)) as Message;
+    if (seq < 0) return n;
+    marks[seq] = marks[seq]! + 1;
+    t.release();
+    n++;
   }
 }
 
@@ -54,13 +49,14 @@ export async function killReceivers(t: Trial): Promise<void> {
     let sent = 0;
     for (let seq = 0; seq < perRound && !killed; seq++) {
       const x = mp.empty([elementsOf(p)], { dtype: 'int32', shared: true }).fill(seq);
-      await (ch.producerEnd instanceof mp.Connection ? ch.producerEnd.send({ seq, t: x }) : ch.producerEnd.put({ seq, t: x }));
+      await put(ch.producerEnd, { seq, t: x });
       x.release();
       sent++;
       await new Promise((res) => setImmediate(res));
     }
     await kill;
     await joinKilled(t, ctx, `consumer ${round}`);
+    await put(ch.producerEnd, { seq: -1, t: null });
     await drain(ch.consumerEnd, marks);
     let missing = 0;
     for (let k = 0; k < perRound; k++) {
