@@ -3,7 +3,7 @@
 // type-only imports included; nothing under src/ imports the index.
 /** Folders (or ground files) of src/, floor by floor, bottom first. */
 const FLOORS = [
-  ['(errors|env|exit-hooks|debug|describe-value|event-loop)\\.ts'],
+  ['(errors|env|exit-hooks|debug|describe-value|arguments|event-loop)\\.ts'],
   ['native/'],
   ['tensor/'],
   ['sharing/'],

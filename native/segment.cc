@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
+#include <cstdio>
 
 namespace tp {
 namespace {
@@ -118,6 +119,49 @@ Napi::Value Dup(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), r);
 }
 
+// A new open file description of the file behind `fd` (its own OFD locks, unlike a dup):
+// for the owner's probe of a segment's sent descriptor (NOTE [Orphans in flight],
+// src/sharing/in-flight.ts).
+Napi::Value Reopen(const Napi::CallbackInfo& info) {
+  int64_t fd;
+  if (!ArgInt(info, 0, &fd)) return info.Env().Undefined();
+  char path[40];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", static_cast<int>(fd));
+  int r = open(path, O_RDWR | O_CLOEXEC);
+  if (r < 0) { ThrowErrno(info.Env(), errno, "open"); return info.Env().Undefined(); }
+  return Napi::Number::New(info.Env(), r);
+}
+
+// ofdLock(fd, at): a read lock on byte `at`, owned by fd's open file description: it lasts
+// while any descriptor of that description exists, in any process or in a message in flight.
+Napi::Value OfdLock(const Napi::CallbackInfo& info) {
+  int64_t fd, at;
+  if (!ArgInt(info, 0, &fd) || !ArgInt(info, 1, &at)) return info.Env().Undefined();
+  struct flock l = {};
+  l.l_type = F_RDLCK;
+  l.l_whence = SEEK_SET;
+  l.l_start = at;
+  l.l_len = 1;
+  if (fcntl(static_cast<int>(fd), F_OFD_SETLK, &l) != 0) ThrowErrno(info.Env(), errno, "fcntl");
+  return info.Env().Undefined();
+}
+
+// ofdLocked(fd, at): whether another open file description holds a lock on byte `at`.
+Napi::Value OfdLocked(const Napi::CallbackInfo& info) {
+  int64_t fd, at;
+  if (!ArgInt(info, 0, &fd) || !ArgInt(info, 1, &at)) return info.Env().Undefined();
+  struct flock l = {};
+  l.l_type = F_WRLCK;
+  l.l_whence = SEEK_SET;
+  l.l_start = at;
+  l.l_len = 1;
+  if (fcntl(static_cast<int>(fd), F_OFD_GETLK, &l) != 0) {
+    ThrowErrno(info.Env(), errno, "fcntl");
+    return info.Env().Undefined();
+  }
+  return Napi::Boolean::New(info.Env(), l.l_type != F_UNLCK);
+}
+
 }  // namespace
 
 void InitSegment(Napi::Env env, Napi::Object exports) {
@@ -130,6 +174,9 @@ void InitSegment(Napi::Env env, Napi::Object exports) {
   exports.Set("SEAL_SHRINK", Napi::Number::New(env, F_SEAL_SHRINK));
   exports.Set("close", Napi::Function::New(env, Close));
   exports.Set("dup", Napi::Function::New(env, Dup));
+  exports.Set("reopen", Napi::Function::New(env, Reopen));
+  exports.Set("ofdLock", Napi::Function::New(env, OfdLock));
+  exports.Set("ofdLocked", Napi::Function::New(env, OfdLocked));
 }
 
 }  // namespace tp

@@ -32,6 +32,12 @@ export interface Addon {
   readonly SEAL_SHRINK: number;
   close(fd: number): void;
   dup(fd: number): number;
+  /** A new open file description of fd's file (open of /proc/self/fd/N). */
+  reopen(fd: number): number;
+  /** A read lock on byte `at`, held by fd's open file description while any descriptor of it exists. */
+  ofdLock(fd: number, at: number): void;
+  /** Whether another open file description holds a lock on byte `at` of fd's file. */
+  ofdLocked(fd: number, at: number): boolean;
 
   map(fd: number, size: number): NativeMapping;
   buffer(m: NativeMapping, offset: number, length: number): ArrayBuffer;

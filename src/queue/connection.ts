@@ -8,6 +8,7 @@ import { describeValue } from '../describe-value.js';
 import { Endpoint, checkTimeout, registerReduction } from '../transport/index.js';
 import { registerWaitable } from './waitable.js';
 import { checkState, remember, keyOrClose, reuseOrAdopt, track, untrack } from './lifetime.js';
+import { checkArgCount, extraArgumentsError } from '../arguments.js';
 
 const READABLE = 1;
 const WRITABLE = 2;
@@ -46,18 +47,24 @@ export class Connection<T = unknown> {
 
   /** Sends `obj` to the other end; resolves once it is on its way. */
   send(obj: T): Promise<void> {
+    const extra = extraArgumentsError('Connection.send()', arguments, 1);
+    if (extra !== null) return Promise.reject(extra);
     if (!this.writable) return Promise.reject(new InvalidArgumentError('This end of a one-way Pipe only receives: send on the other end.'));
     return this.#endpoint.sendValue(obj);
   }
 
   /** The next message from the other end; PipeClosedError once the other end is closed everywhere. */
   recv(): Promise<T> {
+    const extra = extraArgumentsError('Connection.recv()', arguments, 0);
+    if (extra !== null) return Promise.reject(extra);
     if (!this.readable) return Promise.reject(new InvalidArgumentError('This end of a one-way Pipe only sends: recv on the other end.'));
     return this.#endpoint.receive(null) as Promise<T>;
   }
 
   /** Whether a message can be received now, waiting up to `timeout` ms (default 0; null: forever). */
   poll(timeout: number | null = 0): Promise<boolean> {
+    const extra = extraArgumentsError('Connection.poll()', arguments, 1);
+    if (extra !== null) return Promise.reject(extra);
     try {
       if (!this.readable) throw new InvalidArgumentError('This end of a one-way Pipe only sends: poll the other end.');
       return this.#endpoint.whenReady(checkTimeout(timeout));
@@ -67,6 +74,7 @@ export class Connection<T = unknown> {
   }
 
   close(): void {
+    checkArgCount('Connection.close()', arguments, 0);
     untrack(this.#endpoint);
     this.#endpoint.close();
   }

@@ -5,6 +5,7 @@ import { QueueClosedError } from '../errors.js';
 import { checkTimeout, registerReduction } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { checkState, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
+import { checkArgCount } from '../arguments.js';
 
 const FLAG = 0;
 const WAITERS = 1;
@@ -47,12 +48,14 @@ export class Event {
   }
 
   isSet(): boolean {
+    checkArgCount('Event.isSet()', arguments, 0);
     this.#check();
     return Atomics.load(this.#state.words, FLAG) === 1;
   }
 
   /** Sets the flag and wakes every waiter, in every process. */
   set(): void {
+    checkArgCount('Event.set()', arguments, 0);
     this.#check();
     const w = this.#state.words;
     Atomics.store(w, FLAG, 1);
@@ -61,6 +64,7 @@ export class Event {
   }
 
   clear(): void {
+    checkArgCount('Event.clear()', arguments, 0);
     this.#check();
     Atomics.store(this.#state.words, FLAG, 0);
   }
@@ -70,6 +74,7 @@ export class Event {
    * if cleared since: NOTE [Event generations]), or false after `timeout` ms (default: no limit).
    */
   async wait(timeout?: number): Promise<boolean> {
+    checkArgCount('Event.wait()', arguments, 1);
     this.#check();
     return this.#waitFor(checkTimeout(timeout), null);
   }
@@ -132,6 +137,7 @@ export class Event {
 
   /** Frees this process's descriptor and mapping (a pending wait keeps the mapping until it ends). */
   close(): void {
+    checkArgCount('Event.close()', arguments, 0);
     if (this.#closed) return;
     this.#closed = true;
     untrack(this.#core);

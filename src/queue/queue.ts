@@ -10,6 +10,7 @@ import { registerWaitable } from './waitable.js';
 import { Slots } from './slots.js';
 import { GetSpin } from './spin.js';
 import { checkState, closeAll, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
+import { checkArgCount, extraArgumentsError } from '../arguments.js';
 
 export interface QueueOptions {
   /** At most this many messages in the queue; 0, negative or absent: no limit (as torch). */
@@ -134,6 +135,8 @@ export class Queue<T = unknown> {
    * travel is refused (NotTransferableError) before anything is sent.
    */
   put(obj: T, options?: TimeoutOptions): Promise<void> {
+    const extra = extraArgumentsError('Queue.put()', arguments, 2);
+    if (extra !== null) return Promise.reject(extra);
     const core = this.#core;
     let timeout: number | null;
     try {
@@ -176,11 +179,15 @@ export class Queue<T = unknown> {
 
   /** torch put_nowait(): put with timeout 0. */
   putNowait(obj: T): Promise<void> {
+    const extra = extraArgumentsError('Queue.putNowait()', arguments, 1);
+    if (extra !== null) return Promise.reject(extra);
     return this.put(obj, { timeout: 0 });
   }
 
   /** The next message; waits `timeout` ms at most (then QueueEmptyError). */
   get(options?: TimeoutOptions): Promise<T> {
+    const extra = extraArgumentsError('Queue.get()', arguments, 1);
+    if (extra !== null) return Promise.reject(extra);
     let timeout: number | null;
     try {
       timeout = timeoutOption(options);
@@ -204,21 +211,26 @@ export class Queue<T = unknown> {
 
   /** torch get_nowait(): get with timeout 0. */
   getNowait(): Promise<T> {
+    const extra = extraArgumentsError('Queue.getNowait()', arguments, 0);
+    if (extra !== null) return Promise.reject(extra);
     return this.get({ timeout: 0 });
   }
 
   /** Messages put and not yet taken, in all processes (approximate while others work). */
   qsize(): number {
+    checkArgCount('Queue.qsize()', arguments, 0);
     return Math.max(0, this.#core.slots.count());
   }
 
   /** True when no message is waiting to be received now. */
   empty(): boolean {
+    checkArgCount('Queue.empty()', arguments, 0);
     return !this.#core.endpoint.ready();
   }
 
   /** True when a bounded queue holds maxsize messages. */
   full(): boolean {
+    checkArgCount('Queue.full()', arguments, 0);
     return this.qsize() >= this.#core.slots.maxsize;
   }
 
@@ -228,6 +240,7 @@ export class Queue<T = unknown> {
    * blocking]); other processes are not affected.
    */
   close(): void {
+    checkArgCount('Queue.close()', arguments, 0);
     untrack(this.#core);
     this.#core.close();
   }
@@ -239,6 +252,8 @@ export class Queue<T = unknown> {
    * anyway, unless cancelJoinThread() was called; then this resolves at once.
    */
   joinThread(): Promise<void> {
+    const extra = extraArgumentsError('Queue.joinThread()', arguments, 0);
+    if (extra !== null) return Promise.reject(extra);
     return this.#core.endpoint.whenFlushed();
   }
 
@@ -248,11 +263,13 @@ export class Queue<T = unknown> {
    * has not gone out by then is lost, its slots and shared memory given back.
    */
   cancelJoinThread(): void {
+    checkArgCount('Queue.cancelJoinThread()', arguments, 0);
     this.#core.endpoint.cancelJoin();
   }
 
   /** True after close() in this process. */
   isClosed(): boolean {
+    checkArgCount('Queue.isClosed()', arguments, 0);
     return this.#core.endpoint.closed;
   }
 

@@ -4,6 +4,7 @@ import { addon, systemError } from '../native/index.js';
 import { Endpoint, registerReduction } from '../transport/index.js';
 import { registerWaitable } from './waitable.js';
 import { checkState, remember, keyOrClose, reuseOrAdopt, track, untrack } from './lifetime.js';
+import { checkArgCount, extraArgumentsError } from '../arguments.js';
 
 let adopting: { endpoint: Endpoint; key: string } | null = null;
 
@@ -32,25 +33,32 @@ export class SimpleQueue<T = unknown> {
 
   /** Puts `obj` on the queue; resolves once it is in the queue. */
   put(obj: T): Promise<void> {
+    const extra = extraArgumentsError('SimpleQueue.put()', arguments, 1);
+    if (extra !== null) return Promise.reject(extra);
     return this.#endpoint.sendValue(obj);
   }
 
   /** The next message, waiting as long as it takes. */
   get(): Promise<T> {
+    const extra = extraArgumentsError('SimpleQueue.get()', arguments, 0);
+    if (extra !== null) return Promise.reject(extra);
     return this.#endpoint.receive(null) as Promise<T>;
   }
 
   /** True when no message is waiting to be received now. */
   empty(): boolean {
+    checkArgCount('SimpleQueue.empty()', arguments, 0);
     return !this.#endpoint.ready();
   }
 
   close(): void {
+    checkArgCount('SimpleQueue.close()', arguments, 0);
     untrack(this.#endpoint);
     this.#endpoint.close();
   }
 
   isClosed(): boolean {
+    checkArgCount('SimpleQueue.isClosed()', arguments, 0);
     return this.#endpoint.closed;
   }
 

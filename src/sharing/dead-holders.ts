@@ -7,16 +7,19 @@
 // this process exits (a named segment, whose holder may not have registered with the manager
 // yet). So housekeeping() looks at the holders recorded in the slots of busy segments (NOTE
 // [Reference slots]) and takes back what dead ones held; a segment that comes back free is
-// reused or trimmed like any other. What it cannot see is a reference in flight whose message
-// is lost (in the queue of a consumer killed between taking a datagram and adopting it, or
-// in a socket closed everywhere): a busy segment held by nothing but messages in flight for
-// IN_FLIGHT_ONLY_TICKS (a minute) is let go, which only gives up recycling it (its memory
+// reused or trimmed like any other. A reference in flight whose message is lost (taken by a
+// consumer killed before it recorded it, or in a socket closed everywhere) is in no slot: for
+// a memfd, the kernel tells when no descriptor the segment sent is left anywhere, and what the
+// live slots do not account for is then taken back (NOTE [Orphans in flight], in-flight.ts).
+// A named segment's messages carry no descriptor: one held by nothing but messages in flight
+// for IN_FLIGHT_ONLY_TICKS (a minute) is let go, which only gives up recycling it (its memory
 // stays while anything maps it, and its last holder frees it).
 //
-import { holders, reclaimSlots } from './segment-header.js';
+import { holders, reclaimSlots, SLOTS } from './segment-header.js';
 import { isAlive } from './liveness.js';
 import { dropEntry, type CacheEntry } from './cache-entry.js';
 import type { SpareLike } from './segment.js';
+import { settleInFlight } from './in-flight.js';
 
 /**
  * Takes back what dead holders of the `busy` segments held, and lets go of those held only by
@@ -37,7 +40,8 @@ export function reclaimDeadHolders<S extends SpareLike>(
     const entry = busy[i]!;
     const h = entry.segment.header;
     let inSlots = 0;
-    for (const [pid, count] of holders(h)) {
+    const slots = holders(h);
+    for (const [pid, count] of slots) {
       if (count === 0) continue;
       if (pid !== me) {
         let live = alive.get(pid);
@@ -50,6 +54,17 @@ export function reclaimDeadHolders<S extends SpareLike>(
         }
       }
       inSlots += count;
+    }
+    // References no live slot accounts for: in flight, or lost with their message (NOTE
+    // [Orphans in flight]).
+    const refs = entry.segment.refcount();
+    // (Not when every slot is taken: a holder may then hold by the total alone.)
+    if (refs > inSlots && inSlots > 0 && slots.length < SLOTS) {
+      const took = settleInFlight(entry, refs, inSlots);
+      if (took > 0) {
+        reclaimed += took;
+        changed = true;
+      }
     }
     // Held by this cache alone (its one hold, in our slot) and by messages in flight.
     if (inSlots <= 1 && entry.segment.refcount() > 1) {

@@ -184,15 +184,16 @@ function importKnown(key: string, offset: number, nbytes: number, fd: number | n
   // [Packed small storages]): the piece gets a lease of its own over the same mapping.
   const segment = same ? held.segment : heldSegment(key);
   if (segment !== null) {
-    // A received segment whose descriptor was closed takes this one; an owner (which always
-    // has its own) or a receiver that kept one closes it.
+    // This process already holds the segment: the message's reference is not needed, and a
+    // refused message must not keep it either (it would pin the segment for ever). Dropped
+    // before the descriptor is closed: NOTE [Orphans in flight].
+    segment.releaseInFlight();
+    // A received segment whose descriptor was closed takes this one; an owner (which has its
+    // own, or probes: NOTE [Orphans in flight]) or a receiver that kept one closes it.
     if (fd !== null) {
-      if (segment.fd === null) keepReceived(segment, fd);
+      if (segment.fd === null && !segment.owned) keepReceived(segment, fd);
       else addon.close(fd);
     }
-    // This process already holds the segment: the message's reference is not needed, and a
-    // refused message must not keep it either (it would pin the segment for ever).
-    segment.releaseInFlight();
     if (same) {
       if (nbytes > existing.nbytes) throw new BadHandleError(`A handle claims ${nbytes} bytes of a ${existing.nbytes}-byte storage.`);
       return existing;
@@ -207,8 +208,8 @@ function importKnown(key: string, offset: number, nbytes: number, fd: number | n
   if (parked === undefined) return null;
   const seg = parked.segment;
   if (offset + nbytes > seg.capacity) {
+    seg.releaseInFlight(); // refused: the message's reference is dropped, not kept (then the descriptor closed)
     if (fd !== null) addon.close(fd);
-    seg.releaseInFlight(); // refused: the message's reference is dropped, not kept
     received.park(seg, parked.spare);
     throw new BadHandleError(`A handle claims bytes ${offset} to ${offset + nbytes} of a segment that holds ${seg.capacity}.`);
   }

@@ -126,7 +126,9 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
     const busy = this.#busy;
     const i = busy.findIndex((e) => e.segment.capacity === cls && e.segment.strategy === strategy && e.checkBuffers !== true);
     if (i < 0 || !this.waits.wait(cls, busy[i]!.segment)) return null;
-    return busy.splice(i, 1)[0]!; // the wait blocked this thread: nothing moved in the list meanwhile
+    const entry = busy.splice(i, 1)[0]!; // the wait blocked this thread: nothing moved in the list meanwhile
+    entry.segment.endProbe(); // NOTE [Orphans in flight]
+    return entry;
   }
 
   /** A segment whose lease ended in this process. */
@@ -142,6 +144,7 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
 
   #makeFree(entry: CacheEntry<S>): void {
     const seg = entry.segment;
+    seg.endProbe(); // NOTE [Orphans in flight]: the probe's descriptor is the one sent now
     entry.tick = this.#tick;
     const byClass = this.#free[seg.strategy];
     let list = byClass.get(seg.capacity);
@@ -287,6 +290,11 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
         if (!over()) return;
       }
     }
+  }
+
+  /** Busy segments: ended here, still held elsewhere or in flight (tests). */
+  busySegments(): Segment[] {
+    return this.#busy.map((e) => e.segment);
   }
 
   /** Free segments kept (tests). */

@@ -16,7 +16,8 @@
 // slot's pid to RECLAIMING (so nobody else matches it), takes its count, subtracts it from
 // `total`, and frees the slot (pid 0). References in flight live in `total` only; nobody
 // can tell whose they are, which is why the manager has a grace rule for them (NOTE [The
-// file_system manager]). Threads of one process share its slot (one pid): each thread's
+// file_system manager]); the owner of a memfd can tell when no message carrying it is left
+// anywhere, and takes back what the slots do not account for then (NOTE [Orphans in flight]). Threads of one process share its slot (one pid): each thread's
 // holds add to the same count, and the process's death releases all of them.
 // Every holder keeps a slot, of a memfd too: a memfd's memory dies with its last holder, but
 // its owner's cache sees it free only when the total falls to its own hold, and a consumer

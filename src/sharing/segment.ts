@@ -49,6 +49,8 @@ export interface SpareLike {
 }
 
 export const SHM_PREFIX = 'tensorproc_';
+/** Where the probe locks of NOTE [Orphans in flight] lie: past any data, one byte per probe. */
+const PROBE_BASE = 2 ** 40;
 
 /** A name no other segment has or had: pid plus 64 random bits. */
 function newName(): string {
@@ -90,6 +92,14 @@ export class Segment {
   pieceSpares: Map<number, SpareLike> | null = null;
   /** Count word of this process's slot: -2 not looked up yet, -1 none free. */
   #slot = -2;
+  /**
+   * NOTE [Orphans in flight] (in-flight.ts): while probing, a descriptor of this memfd's own,
+   * and #fd (the one sent) closed; the byte its sent descriptor's lock is on.
+   */
+  #probe: number | null = null;
+  #probeAt = PROBE_BASE;
+  /** The descriptor sent is not the one this process's mapping was made from. */
+  #probeable = false;
 
   private constructor(
     strategy: SharingStrategy,
@@ -163,7 +173,22 @@ export class Segment {
       addon.close(fd);
       fd = -1;
     }
+    // NOTE [Orphans in flight]: a memfd is sent from a description of its own, not the one
+    // mapped here (a mapping keeps its description open, and the probe must see the sent one
+    // end). Without a descriptor for it, sent as it is, and never probed.
+    let probeable = false;
+    if (name === null) {
+      try {
+        const sent = addon.reopen(fd);
+        addon.close(fd);
+        fd = sent;
+        probeable = true;
+      } catch {
+        // kept as it is
+      }
+    }
     const seg = new Segment(strategy, name, key, capacity, mapping, fd >= 0 ? fd : null, true);
+    seg.#probeable = probeable;
     seg.#slot = initHeader(seg.header, process.pid, capacity);
     debug('segment made: %s, %d bytes%s', strategy, capacity, name === null ? '' : `, ${name}`);
     return seg;
@@ -289,6 +314,59 @@ export class Segment {
     return fd;
   }
 
+  /** Whether this owned memfd is being probed for orphans in flight (NOTE [Orphans in flight]). */
+  get probing(): boolean {
+    return this.#probe !== null;
+  }
+
+  /**
+   * NOTE [Orphans in flight]: locks the descriptor this owned memfd sends (its open file
+   * description, which every copy sent shares), closes this process's copy, and keeps a
+   * descriptor of its own to look at that lock with. False if it cannot (not an owned memfd,
+   * or no descriptor to be had): the segment is then left as it was.
+   */
+  startProbe(): boolean {
+    if (this.#probe !== null) return true;
+    if (!this.#probeable || this.#fd === null || this.#unmapped) return false;
+    let probe: number;
+    try {
+      probe = addon.reopen(this.#fd);
+    } catch {
+      return false;
+    }
+    try {
+      addon.ofdLock(this.#fd, this.#probeAt);
+    } catch {
+      addon.close(probe);
+      return false;
+    }
+    addon.close(this.#fd);
+    this.#fd = null;
+    this.#probe = probe;
+    return true;
+  }
+
+  /** While probing: whether any descriptor this segment sent is still open, anywhere (a message, a process). */
+  sentDescriptorOpen(): boolean {
+    try {
+      return addon.ofdLocked(this.#probe!, this.#probeAt);
+    } catch {
+      return true; // cannot tell: as if it were
+    }
+  }
+
+  /**
+   * Ends probing (the segment came back): the probe's descriptor, which holds no lock, is
+   * the one sent from now on; the next probe locks another byte, so that a descriptor of the
+   * old one still open somewhere (a receiver's reserve) does not hide the new one's end.
+   */
+  endProbe(): void {
+    if (this.#probe === null) return;
+    this.#fd = this.#probe;
+    this.#probe = null;
+    this.#probeAt++;
+  }
+
   /** Closes the kept descriptor; the mapping stays. */
   closeFd(): void {
     if (this.#fd === null) return;
@@ -318,6 +396,16 @@ export class Segment {
     } finally {
       Atomics.sub(h, W_WAITING, 1);
     }
+  }
+
+  /**
+   * Sets the total from `from` to `to` if it is still `from` (NOTE [Orphans in flight]: what
+   * lost messages held taken back); true if it was.
+   */
+  settleTotal(from: number, to: number): boolean {
+    if (Atomics.compareExchange(this.header, W_REFS, from, to) !== from) return false;
+    wakeCreator(this.header, this.mapping, to);
+    return true;
   }
 
   /** Adds a reference for a message about to carry the segment (in flight). Returns the count. */
@@ -395,6 +483,10 @@ export class Segment {
     if (this.#fd !== null) {
       addon.close(this.#fd);
       this.#fd = null;
+    }
+    if (this.#probe !== null) {
+      addon.close(this.#probe);
+      this.#probe = null;
     }
     for (const hook of unmapHooks) hook(this); // NOTE [Receive reserve]
     this.dropPieceSpares();

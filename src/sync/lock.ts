@@ -6,6 +6,7 @@ import { myToken, TOKEN_MASK } from './holder.js';
 import { acquireWord, releaseWord, tryStale, TIMED_OUT, TOOK_OVER, type Outcome, type Staleness } from './lock-word.js';
 import { deadlineOf, runAsync, runSync, type AcquireOptions } from './wait.js';
 import { Held } from './held.js';
+import { checkArgCount, extraArgumentsError } from '../arguments.js';
 
 /** Words of a lock: [tag, lock word, recursion count (RLock), spare]. */
 export const LOCK_WORDS = 4;
@@ -90,6 +91,8 @@ abstract class LockBase {
    * `blocking: false`). Never blocks the event loop.
    */
   acquire(opts?: AcquireOptions): Promise<boolean> {
+    const extra = extraArgumentsError('Lock.acquire()', arguments, 1);
+    if (extra !== null) return Promise.reject(extra);
     if (opts === undefined) return this.#tryFast() ? TRUE : this.#acquireAsync(Infinity);
     let deadline: number;
     try {
@@ -112,6 +115,7 @@ abstract class LockBase {
    * could release it while this thread waits.
    */
   acquireSync(opts?: AcquireOptions): boolean {
+    checkArgCount('Lock.acquireSync()', arguments, 1);
     if (opts === undefined && this.#tryFast()) return true;
     const deadline = deadlineOf(opts);
     if (this.#tryFast()) return true;
@@ -121,12 +125,14 @@ abstract class LockBase {
 
   /** acquire() for a scope: `using _ = await lock.hold()`. A timeout is a LockTimeoutError. */
   async hold(opts?: AcquireOptions): Promise<Held> {
+    checkArgCount('Lock.hold()', arguments, 1);
     if (!(await this.acquire(opts))) throw this.#timedOut();
     return new Held(() => this.release(), this.#ownerDied);
   }
 
   /** acquireSync() for a scope: `using _ = lock.holdSync()`. */
   holdSync(opts?: AcquireOptions): Held {
+    checkArgCount('Lock.holdSync()', arguments, 1);
     if (!this.acquireSync(opts)) throw this.#timedOut();
     return new Held(() => this.release(), this.#ownerDied);
   }
@@ -136,6 +142,7 @@ abstract class LockBase {
   }
 
   release(): void {
+    checkArgCount('Lock.release()', arguments, 0);
     if (!this.#recursive) {
       // The uncontended path: one exchange (releaseWord, inlined).
       const old = Atomics.exchange(this.#words, this.#i, 0);
@@ -156,6 +163,7 @@ abstract class LockBase {
 
   /** Whether some thread (here or in any process) holds the lock now. */
   locked(): boolean {
+    checkArgCount('Lock.locked()', arguments, 0);
     return Atomics.load(this.#words, this.#i) !== 0;
   }
 

@@ -5,6 +5,8 @@ import { readScalar, writeScalar, forEachOffset } from './elements.js';
 import { checkDim, checkIndex, checkInt, contiguousStrides, inferShape } from './shape.js';
 import { Storage } from './storage.js';
 import { fillRun } from './fill.js';
+import { checkArgCount } from '../arguments.js';
+import { describeValue } from '../describe-value.js';
 
 export class Tensor {
   readonly storage: Storage;
@@ -51,13 +53,16 @@ export class Tensor {
     return this.shape.length;
   }
   dim(): number {
+    checkArgCount('Tensor.dim()', arguments, 0);
     return this.shape.length;
   }
   numel(): number {
+    checkArgCount('Tensor.numel()', arguments, 0);
     return this.#numel;
   }
 
   isContiguous(): boolean {
+    checkArgCount('Tensor.isContiguous()', arguments, 0);
     // As in torch, a tensor with no elements is contiguous whatever its strides.
     if (this.#numel === 0) return true;
     let expected = 1;
@@ -111,6 +116,7 @@ export class Tensor {
   }
 
   set(index: readonly number[], value: Scalar): this {
+    checkArgCount('Tensor.set()', arguments, 2);
     if (!Array.isArray(index)) throw new InvalidArgumentError('set(index, value) takes the index as an array: t.set([i, j], v).');
     const at = this.#indexOf(index);
     (this.#all() as unknown as (number | bigint)[])[at] = writeScalar(this.#info, value);
@@ -133,6 +139,7 @@ export class Tensor {
   }
 
   select(dim: number, i: number): Tensor {
+    checkArgCount('Tensor.select()', arguments, 2);
     this.#needDims('select');
     const d = checkDim(dim, this.ndim);
     const k = checkIndex(i, this.shape[d]!, d);
@@ -144,6 +151,7 @@ export class Tensor {
   }
 
   narrow(dim: number, start: number, length: number): Tensor {
+    checkArgCount('Tensor.narrow()', arguments, 3);
     this.#needDims('narrow');
     const d = checkDim(dim, this.ndim);
     const size = this.shape[d]!;
@@ -159,6 +167,7 @@ export class Tensor {
   }
 
   transpose(dim0: number, dim1: number): Tensor {
+    checkArgCount('Tensor.transpose()', arguments, 2);
     const a = checkDim(dim0, this.ndim);
     const b = checkDim(dim1, this.ndim);
     // A 0-d tensor accepts dims 0 and -1 (as torch does) and has nothing to swap.
@@ -187,17 +196,20 @@ export class Tensor {
 
   // --- copies -----------------------------------------------------------------------------
   contiguous(): Tensor {
+    checkArgCount('Tensor.contiguous()', arguments, 0);
     return this.isContiguous() ? this : this.clone();
   }
 
   /** A contiguous copy in new, process-private memory (as torch's clone()). */
   clone(): Tensor {
+    checkArgCount('Tensor.clone()', arguments, 0);
     // Every element is copied next: no need for zeroed memory (NOTE [Uninitialized private memory]).
     const out = new Tensor(Storage.allocate(this.#numel * this.#info.itemsize, false, false), this.dtype, this.shape);
     return out.copy(this);
   }
 
   fill(value: Scalar): this {
+    checkArgCount('Tensor.fill()', arguments, 1);
     const raw = writeScalar(this.#info, value);
     const all = this.#all();
     if (this.isContiguous()) {
@@ -213,7 +225,8 @@ export class Tensor {
 
   /** Copies src's elements into this tensor (same shape; dtypes are converted as torch does). */
   copy(src: Tensor): this {
-    if (!(src instanceof Tensor)) throw new InvalidArgumentError('copy() takes a Tensor.');
+    checkArgCount('Tensor.copy()', arguments, 1);
+    if (!(src instanceof Tensor)) throw new InvalidArgumentError(`copy() takes a Tensor (got ${describeValue(src)}).`);
     if (src.shape.length !== this.shape.length || src.shape.some((d, i) => d !== this.shape[i])) {
       throw new InvalidShapeError(`copy(): shapes differ, [${src.shape.join(', ')}] into [${this.shape.join(', ')}].`);
     }
@@ -243,6 +256,7 @@ export class Tensor {
 
   /** Nested arrays of the elements (a scalar for a 0-d tensor). */
   toArray(): unknown {
+    checkArgCount('Tensor.toArray()', arguments, 0);
     const all = this.#all();
     const flat: Scalar[] = [];
     forEachOffset(this.shape, this.stride, this.offset, (i) => {
@@ -261,11 +275,13 @@ export class Tensor {
   // --- sharing ----------------------------------------------------------------------------
   /** torch share_memory_(): moves the storage into shared memory in place; no-op if shared. */
   shareMemory(): this {
+    checkArgCount('Tensor.shareMemory()', arguments, 0);
     this.storage.shareMemory();
     return this;
   }
 
   isShared(): boolean {
+    checkArgCount('Tensor.isShared()', arguments, 0);
     return this.storage.isShared();
   }
 
@@ -274,6 +290,7 @@ export class Tensor {
    * Releasing again, through this tensor or any other over the storage, is a no-op.
    */
   release(): void {
+    checkArgCount('Tensor.release()', arguments, 0);
     this.#elements = null;
     this.#data = null;
     this.storage.release();

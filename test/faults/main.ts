@@ -237,6 +237,7 @@ const WEIGHTS: Record<Kind, number> = {
   'bad-input': 1,
   'other-uid': 1,
   'low-fd-consumer': 1,
+  'kill-receivers': 2,
 };
 
 async function main(): Promise<void> {

@@ -34,6 +34,12 @@ import { Prng } from './prng.js';
 //  - bad-input: random arguments through the public API (fast-check, from the seed), each
 //    built valid or wrong: a wrong one is refused with a coded error, a valid one works, no
 //    error is uncoded, nothing hangs, a refused get loses no message (trial-bad-input.ts).
+//  - kill-receivers: consumers (Queue, SimpleQueue or Pipe) are SIGKILLed at random points of
+//    their receive path, 4 in a row on one channel, each keeping what it gets; the parent
+//    drains the rest (every message once, but the one a consumer had in its hands), and after
+//    a few housekeeping passes none of its segments may stay busy (NOTE [Orphans in flight]:
+//    a reference taken in flight by a consumer that died before recording it in its slot).
+//    file_descriptor only: file_system's messages carry no descriptor to witness them.
 //  - other-uid: a peer of another user (uid 65534, root only) can neither open nor remove our
 //    segments, nor open our descriptors through /proc, nor reach our manager; files it makes
 //    under the names of a child of ours survive that child's SIGKILL (trial-other-uid.ts).
@@ -54,6 +60,7 @@ export const KINDS = [
   'bad-input',
   'other-uid',
   'low-fd-consumer',
+  'kill-receivers',
 ] as const;
 export type Kind = (typeof KINDS)[number];
 
@@ -124,6 +131,10 @@ export function planTrial(kind: Kind, seed: number): Params {
       return { ...base, deadlineS: 60 };
     case 'bad-input':
       return { ...base, deadlineS: 120 };
+    case 'kill-receivers':
+      // file_descriptor only until file_system's messages have a witness (NOTE [Orphans in
+      // flight]); test/queue/killed-receivers.test.ts keeps file_system's storm as todo.
+      return { ...base, strategy: 'file_descriptor', maxsize: 0, delayMs: r.int(0, big ? 150 : 60), count: big ? 24 : 300, deadlineS: 60 };
     case 'low-fd-consumer':
       return { ...base, bytes: KIB, count: 400, deadlineS: 60 };
     case 'other-uid':

@@ -301,3 +301,20 @@ export async function consumeUnderLimit(
   await out.put({ problems, errors, mostHeld });
   for (const x of [ch, out, started]) x.close();
 }
+
+/**
+ * Takes messages for good and keeps every tensor, counting message `seq` in `seen[seq]` once it
+ * has it; sets `flowing` at the first. Killed by the trial at a random point of its receive
+ * path (kill-receivers).
+ */
+export async function keepUntilKilled(_i: number, ch: Channel, flowing: mp.Event, seen: mp.Tensor): Promise<void> {
+  const marks = seen.data as Int32Array;
+  const held: mp.Tensor[] = [];
+  setInterval(() => held.length, 2 ** 30); // as holdUntilKilled: alive until killed
+  for (;;) {
+    const { seq, t } = (await get(ch)) as Message;
+    marks[seq] = marks[seq]! + 1;
+    held.push(t);
+    if (held.length === 1) flowing.set();
+  }
+}

@@ -10,6 +10,7 @@ import { exactlyOnce, killConsumer, killParent, killProducer } from './trial-kil
 import { garbage } from './trial-garbage.js';
 import { badInput } from './trial-bad-input.js';
 import { otherUid } from './trial-other-uid.js';
+import { killReceivers } from './trial-receivers.js';
 import { holders40, lowFd, lowFdConsumer, shmFull } from './trial-limits.js';
 
 const RUN: Record<Kind, (t: Trial) => Promise<void>> = {
@@ -24,6 +25,7 @@ const RUN: Record<Kind, (t: Trial) => Promise<void>> = {
   garbage,
   'bad-input': badInput,
   'other-uid': otherUid,
+  'kill-receivers': killReceivers,
 };
 
 async function main(): Promise<void> {

@@ -1,0 +1,67 @@
+// Taking back the references of messages that were lost in flight (NOTE [Orphans in flight]),
+// for the owner's housekeeping of busy memfd segments (dead-holders.ts).
+//
+// NOTE [Orphans in flight]
+// A reference in flight lives in the header's total only (NOTE [Reference slots]) from the
+// sender's retain() until the receiver records it in its slot. A receiver SIGKILLed between
+// taking the datagram off the socket and that record (decoding, an fstat, an mmap: a large
+// share of a busy consumer's time) leaves a reference that no slot accounts for and that no
+// death releases: the owner's cache then saw the segment busy until the one-minute rule let
+// it go (NOTE [Dead holders]). The kernel knows better, under file_descriptor: every message
+// carrying a memfd carries a descriptor of the owner's open file description of it (the one
+// the owner sends from, which SCM_RIGHTS passes on as itself, as do receivers that pass the
+// segment on with the descriptor they keep), and a receiver holds that descriptor from the
+// moment it takes the datagram until after it has recorded the reference (or released it);
+// a mapping made from it keeps the description open too. The owner sends from a description
+// of its own, not the one it mapped (Segment.create), or its mapping would keep it open for
+// good. A process's death closes its descriptors and mappings; a socket closed everywhere
+// drops its messages'.
+// So when a busy segment's total exceeds what the live holders' slots account for:
+//  1. the owner puts a read lock (an OFD lock, owned by the description, not by a process) on
+//     a byte of the description it sends, closes its own descriptor of it, and keeps another
+//     description of the memfd (reopened through /proc) to look with (Segment.startProbe());
+//  2. at each housekeeping tick it asks that lock (F_OFD_GETLK): held means a descriptor of
+//     the sent description is still open somewhere: a message in a socket, a receiver between
+//     its receive and its record, or one keeping it while it holds the segment; nothing is
+//     done (a receiver's parked mapping of the segment counts too, until it decays: NOTE
+//     [Cache decay]);
+//  3. released means none is left anywhere: every reference the slots do not account for was
+//     carried by a message that is gone without being recorded, so the total is set back to
+//     what the live slots hold (a compare-and-swap), once the same (total, slots) pair has been
+//     seen at two ticks in a row: a live holder's release lowers its slot and then the total,
+//     and a read between the two would count its reference as lost.
+// When the segment comes back, the probe's description becomes the one sent (no lock on it);
+// the next probe locks another byte, so a descriptor of the old description still open (a
+// receiver's reserve: NOTE [Receive reserve]) does not hide the new one's end. A receiver
+// drops its reference before it closes a descriptor it does not keep (handle.ts), never the
+// other way. No cost per message: a probe costs three system calls once per segment that
+// stays busy over a tick with references unaccounted, and one per tick while it stays so.
+// Known gaps: file_system messages carry a name, no descriptor, so their segments still wait
+// for the one-minute rule (issue 25 names what that needs: a witness per channel); a holder
+// stopped (SIGSTOP) for two ticks between the two steps of a release makes step 3 take one
+// reference too many.
+import type { CacheEntry } from './cache-entry.js';
+import type { SpareLike } from './segment.js';
+
+/** What step 3 saw at the last tick, per busy entry: `total * 2^21 + slots` (both under 2^21 in practice). */
+const seen = new WeakMap<object, number>();
+
+/**
+ * NOTE [Orphans in flight] for one busy entry whose total `refs` exceeds `inSlots`, what the
+ * live holders' slots hold (this process's included). Returns the references taken back.
+ */
+export function settleInFlight(entry: CacheEntry<SpareLike>, refs: number, inSlots: number): number {
+  const seg = entry.segment;
+  if (!seg.probing && !seg.startProbe()) return 0;
+  if (seg.sentDescriptorOpen()) {
+    seen.delete(entry);
+    return 0;
+  }
+  const now = refs * 2 ** 21 + inSlots;
+  if (seen.get(entry) !== now) {
+    seen.set(entry, now);
+    return 0;
+  }
+  seen.delete(entry);
+  return seg.settleTotal(refs, inSlots) ? refs - inSlots : 0;
+}
