@@ -11,7 +11,7 @@
 // map's chunks: the call; an imap's: when the chunk was read from its input and given out)
 // to that beginning. Busy share: the time a worker id spent running chunks over the time
 // since the pool was made, its replacements included.
-import { SampleRing, type Percentiles } from '../workers/stats-ring.js';
+import { BusyClock, SampleRing, type Percentiles } from '../workers/stats-ring.js';
 
 export interface PoolWorkerStats {
   /** The worker id (0 .. processes - 1); a replacement keeps its id. */
@@ -47,18 +47,17 @@ export class PoolMeter {
   failed = 0;
   readonly run = new SampleRing();
   readonly wait = new SampleRing();
-  readonly #busyUs: Float64Array;
+  readonly #busy: BusyClock;
   readonly #doneBy: Float64Array;
-  readonly #since = performance.now();
 
   constructor(size: number) {
-    this.#busyUs = new Float64Array(size);
+    this.#busy = new BusyClock(size);
     this.#doneBy = new Float64Array(size);
   }
 
   /** Worker `id` spent `elapsedUs` running the chunks of one DONE message. */
   busy(id: number, elapsedUs: number): void {
-    this.#busyUs[id]! += elapsedUs;
+    this.#busy.add(id, elapsedUs / 1000);
   }
 
   /** One chunk of `n` tasks of worker `id` done, `ok` or not, that ran `runMs` and waited `waitMs`. */
@@ -72,12 +71,6 @@ export class PoolMeter {
   }
 
   workers(pids: readonly (number | null)[]): PoolWorkerStats[] {
-    const wall = Math.max(1e-3, performance.now() - this.#since) * 1000;
-    return pids.map((pid, id) => ({
-      id,
-      pid,
-      done: this.#doneBy[id]!,
-      busy: Math.min(1, Math.round((this.#busyUs[id]! / wall) * 1000) / 1000),
-    }));
+    return pids.map((pid, id) => ({ id, pid, done: this.#doneBy[id]!, busy: this.#busy.share(id) }));
   }
 }
