@@ -19,7 +19,7 @@ import { benchEnv, runWorkload, type Step, type StepRecord } from './lib/workloa
 
 const env = benchEnv();
 const TRIALS = env.quick ? 1 : 3;
-const COUNT = env.quick ? 200 : 1000;
+const COUNT = env.smoke ? 50 : env.quick ? 200 : 1000;
 const HOLD_MS = env.quick ? 1000 : 3000;
 const TASKS = new URL('./lib/w3-tasks.js', import.meta.url);
 const spin = { module: TASKS, export: 'spin' };

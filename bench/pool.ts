@@ -38,7 +38,7 @@ import { benchEnv, runWorkload, type Step, type StepRecord } from './lib/workloa
 
 const env = benchEnv();
 const TRIALS = env.quick ? 1 : 3;
-const SCALE = env.quick ? 10 : 1;
+const SCALE = env.smoke ? 100 : env.quick ? 10 : 1;
 const COUNTS = { tiny: 20_000 / SCALE, default: 200_000 / SCALE, tensor: 500 / SCALE };
 const COUNT_ARGS = [COUNTS.tiny, COUNTS.default, COUNTS.tensor].map(String);
 const TASKS = { module: new URL('./lib/w3-tasks.js', import.meta.url) };

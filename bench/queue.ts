@@ -29,9 +29,11 @@ import { benchEnv, printNotMeasured, runWorkload, streamRecord, type Step, type 
 
 export const SIZES = [1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20];
 const clamp = (x: number, lo: number, hi: number): number => Math.max(lo, Math.min(hi, Math.floor(x)));
+/** TENSORPROC_BENCH_SMOKE (workload.ts): a tenth of --quick's counts, for the bench's own tests. */
+const SMOKE = process.env.TENSORPROC_BENCH_SMOKE === '1';
 /** YARDSTICK.md's count, the same for every implementation; --quick: 1/32 of its bytes. */
 export const countFor = (size: number, quick: boolean): number =>
-  quick ? clamp(2 ** 25 / size, 10, 2000) : clamp(2 ** 30 / size, 40, 50_000);
+  !quick ? clamp(2 ** 30 / size, 40, 50_000) : SMOKE ? clamp(2 ** 22 / size, 5, 200) : clamp(2 ** 25 / size, 10, 2000);
 /** As torch-queue.py: a bounded queue, so a fast producer waits instead of running ahead. */
 const MAXSIZE = 64;
 /** The limit a bare message sets matters where the fill is cheaper than a message. */

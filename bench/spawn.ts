@@ -16,7 +16,7 @@ import { benchEnv, runWorkload, type Step, type StepRecord } from './lib/workloa
 
 const env = benchEnv();
 const NS = [2, 4];
-const TRIALS = env.quick ? 3 : 10;
+const TRIALS = env.smoke ? 1 : env.quick ? 3 : 10;
 /**
  * torch's start costs seconds (each child imports torch): fewer trials of it, and --quick
  * times one cold start of 2 only.

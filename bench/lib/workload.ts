@@ -8,6 +8,11 @@ import type { BenchRecord, NotMeasured } from './record.js';
 export interface BenchEnv {
   /** TENSORPROC_BENCH_QUICK=1: the short counts (`tensorproc bench --quick`). */
   quick: boolean;
+  /**
+   * TENSORPROC_BENCH_SMOKE=1 (implies quick): the least counts that still run every step, for
+   * the tests of the bench's plumbing (test/cli/bench*.test.ts); its figures mean nothing.
+   */
+  smoke: boolean;
   /** TENSORPROC_BENCH_RUNS: repetitions of every step, interleaved (default 1). */
   runs: number;
   /** TENSORPROC_BENCH=records: started by the runner, which prints the tables itself. */
@@ -16,8 +21,10 @@ export interface BenchEnv {
 
 export function benchEnv(): BenchEnv {
   const runs = Number(process.env.TENSORPROC_BENCH_RUNS ?? 1);
+  const smoke = process.env.TENSORPROC_BENCH_SMOKE === '1';
   return {
-    quick: process.env.TENSORPROC_BENCH_QUICK === '1',
+    quick: smoke || process.env.TENSORPROC_BENCH_QUICK === '1',
+    smoke,
     runs: Number.isInteger(runs) && runs > 0 ? runs : 1,
     underRunner: process.env.TENSORPROC_BENCH === 'records',
   };

@@ -14,14 +14,19 @@ import { checkLeaks } from '../helpers/leaks.js';
 
 checkLeaks();
 const cli = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+// At the least counts (TENSORPROC_BENCH_SMOKE: a hundredth of the yardstick's tasks).
 const CASES: [string, number][] = [
-  ['tiny, chunksize 1', 2_000],
-  ['tiny, default chunksize', 20_000],
-  ['1 MiB tensor results', 50],
+  ['tiny, chunksize 1', 200],
+  ['tiny, default chunksize', 2_000],
+  ['1 MiB tensor results', 5],
 ];
 
 test('bench --quick --json --only W3: every case for tensorproc and each anchor, with their fields, and a verdict per bar', () => {
-  const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--json', '--only', 'W3'], { encoding: 'utf8', timeout: 240_000 });
+  const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--json', '--only', 'W3'], {
+    encoding: 'utf8',
+    timeout: 240_000,
+    env: { ...process.env, TENSORPROC_BENCH_SMOKE: '1' },
+  });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stderr, '', 'nothing but records');
   const records = r.stdout
@@ -40,7 +45,7 @@ test('bench --quick --json --only W3: every case for tensorproc and each anchor,
   if (findPythons().torch) impls.push('torch');
   assert.deepEqual([...new Set(records.map((x) => x.impl))].sort(), [...impls, 'fresh limit'].sort());
   for (const impl of impls) {
-    // One trial of each case at the quick counts (a tenth of the yardstick's), in order.
+    // One trial of each case at the smoke counts, in order.
     assert.deepEqual(
       records.filter((x) => x.impl === impl).map((x) => [x.case, x.count]),
       CASES,

@@ -15,7 +15,11 @@ const cli = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 const CASES = ['map, default chunksize', 'map, chunksize 1', 'imap'];
 
 test('bench --quick --json --only W3mixed: each case in ms and as a multiple of one free worker, with a verdict', () => {
-  const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--json', '--only', 'W3mixed'], { encoding: 'utf8', timeout: 240_000 });
+  const r = spawnSync(process.execPath, [cli, 'bench', '--quick', '--json', '--only', 'W3mixed'], {
+    encoding: 'utf8',
+    timeout: 240_000,
+    env: { ...process.env, TENSORPROC_BENCH_SMOKE: '1' },
+  });
   assert.equal(r.status, 0, r.stderr);
   const records = r.stdout
     .trimEnd()

@@ -120,7 +120,12 @@ test('the installed package has its anchors and bootstrap bundle, and its bench 
   );
   assert.equal(doctor.status, /^FAIL/m.test(doctor.stdout) ? 1 : 0, doctor.stdout + doctor.stderr);
 
-  const bench = spawnSync(process.execPath, [cli, 'bench', '--quick', '--only', 'W2'], { cwd, encoding: 'utf8', timeout: 180_000 });
+  const bench = spawnSync(process.execPath, [cli, 'bench', '--quick', '--only', 'W2'], {
+    cwd,
+    encoding: 'utf8',
+    timeout: 180_000,
+    env: { ...process.env, TENSORPROC_BENCH_SMOKE: '1' },
+  });
   assert.equal(bench.status, 0, bench.stderr);
   assert.match(bench.stdout, /^### W2, s \(lower is better; one run\)$/m);
   assert.match(bench.stdout, /^\| N=2 +\| +tensorproc spawn +\| +[\d.]+x \|/m, 'the child_process anchor beside');
