@@ -129,8 +129,12 @@ export function Pipe<T = unknown>(options: boolean | PipeOptions = true): [Conne
   let claim: NameClaim | null = null;
   if (options !== null && typeof options === 'object') {
     try {
+      // Anything else in it is a mistake (Pipe(someObject) used to be refused as a non-boolean).
+      const unknown = Object.keys(options).filter((k) => k !== 'duplex' && k !== 'name');
+      if (unknown.length > 0) throw new InvalidArgumentError(`Pipe() options are { duplex, name } (got ${describeValue(options)}).`);
       duplex = options.duplex ?? true;
     } catch (e) {
+      if (e instanceof InvalidArgumentError) throw e;
       throw new InvalidArgumentError(`Pipe() could not read its options (${(e as Error)?.message ?? String(e)}).`, { cause: e });
     }
   }
