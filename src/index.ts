@@ -5,6 +5,8 @@ export type { DType, Scalar, TypedArray, TensorOptions, FromDataOptions } from '
 export { getAllSharingStrategies, getSharingStrategy, setSharingStrategy, emptyCache } from './sharing/index.js';
 export type { SharingStrategy } from './sharing/index.js';
 export { memoryStats } from './sharing/index.js';
+export { fromFile } from './sharing/from-file.js';
+export type { FromFileOptions } from './sharing/from-file.js';
 export type { MemoryStats, SegmentCount } from './sharing/index.js';
 export * from './process/index.js';
 export * from './queue/index.js';
