@@ -120,6 +120,18 @@ export class FileChangedError extends Error {
   override name = 'FileChangedError';
 }
 
+// --- the SyncManager (mp.Manager) ---------------------------------------------------------
+/** A manager proxy's call whose manager process is gone (shut down, killed, or never reached). */
+export class ManagerGoneError extends Error {
+  readonly code = 'ERR_TP_MANAGER_GONE';
+  override name = 'ManagerGoneError';
+}
+/** A call a manager's object refused: no such method on that kind of object, or arguments it cannot take. */
+export class ManagerCallError extends Error {
+  readonly code = 'ERR_TP_MANAGER_CALL';
+  override name = 'ManagerCallError';
+}
+
 // --- processes -------------------------------------------------------------------------
 // torch.multiprocessing's ProcessException family. The constructor takes torch's arguments
 // in torch's order (msg, errorIndex, pid[, exitCode, signalName]) so ported code reads the same.

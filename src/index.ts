@@ -13,3 +13,4 @@ export * from './queue/index.js';
 export * from './data/index.js';
 export * from './pool/index.js';
 export * from './sync/index.js';
+export * from './sync-manager/index.js';
