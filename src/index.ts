@@ -14,3 +14,5 @@ export * from './data/index.js';
 export * from './pool/index.js';
 export * from './sync/index.js';
 export * from './sync-manager/index.js';
+export { attach } from './transport/names/index.js';
+export type { AttachOptions } from './transport/names/index.js';

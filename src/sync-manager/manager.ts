@@ -10,13 +10,14 @@
 // process's end of file tells the server that it is gone (its locks go back). A value in a
 // call travels as any message does: tensors inside as handles, held by the server while the
 // object holds them, shared rather than copied. A proxy whose manager died rejects with
-// ManagerGoneError (pipe end of file or a pidfd of the server), never hangs. Named managers
-// (`new mp.Manager({ name })` + `mp.attach(name)`) wait on the named-object registry
-// (issue 28's `named` branch): `name` is refused until then.
+// ManagerGoneError (pipe end of file or a pidfd of the server), never hangs. A named manager
+// (`new mp.Manager({ name })`) serves itself under the name (NOTE [Named objects]):
+// `mp.attach(name)` in any program of the same user rebuilds it from its reduction below.
 import { InvalidArgumentError } from '../errors.js';
 import { Process, type ProcessOptions } from '../process/index.js';
 import { Queue } from '../queue/index.js';
 import { registerReduction } from '../transport/index.js';
+import { claimName, releaseName } from '../transport/names/index.js';
 import { FrameDecodeError } from '../errors.js';
 import { clientFor, type ManagerAddress } from './client.js';
 import type { Connect, Kind } from './protocol.js';
@@ -104,6 +105,7 @@ export class SyncManager {
       }
       client.markGone('it was shut down');
     }
+    releaseName(this);
     if (this.#process !== null) {
       await this.#process.join();
       this.#address.requests.close();
@@ -117,10 +119,8 @@ export class SyncManager {
 
 async function start(opts: ManagerOptions | undefined): Promise<SyncManager> {
   if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw new InvalidArgumentError('Manager() takes { name? }.');
-  if (opts?.name !== undefined)
-    throw new InvalidArgumentError(
-      'Manager({ name }) needs the named-object registry, which this build does not have yet: use an unnamed manager and pass its proxies in spawn arguments or messages.',
-    );
+  // The name is taken before the process starts: a name in use costs nothing (ERR_TP_NAME_TAKEN).
+  const claim = claimName(opts, 'mp.Manager()');
   const requests = new Queue<Connect>();
   const options: ProcessOptions = { target: SERVER, args: [requests], daemon: true, name: 'tensorproc-manager' };
   const child = new Process(options);
@@ -130,11 +130,13 @@ async function start(opts: ManagerOptions | undefined): Promise<SyncManager> {
   try {
     await clientFor(address).call(0, 'ping', []); // started and serving (or ERR_TP_MANAGER_GONE)
   } catch (e) {
+    claim?.close();
     child.kill();
     await child.join();
     requests.close();
     throw e;
   }
+  claim?.serve(m); // mp.attach(name) gets this manager (rebuilt by the reduction below)
   return m;
 }
 

@@ -5,6 +5,7 @@ import type { Typecode } from './typecodes.js';
 import type { Scalar } from '../tensor/index.js';
 
 export { Lock, RLock } from './lock.js';
+export type { NameOptions } from './lock.js';
 export { Semaphore, BoundedSemaphore } from './semaphore.js';
 export { Condition } from './condition.js';
 export { Barrier } from './barrier.js';

@@ -7,6 +7,13 @@ import { acquireWord, releaseWord, tryStale, TIMED_OUT, TOOK_OVER, type Outcome,
 import { deadlineOf, runAsync, runSync, type AcquireOptions } from './wait.js';
 import { Held } from './held.js';
 import { checkArgCount, extraArgumentsError } from '../arguments.js';
+import { claimName, releaseName } from '../transport/names/index.js';
+
+/** Options of a Lock or RLock, a Semaphore or BoundedSemaphore made here. */
+export interface NameOptions {
+  /** Reachable by this name from any process of this user: `mp.attach(name)` (NOTE [Named objects]). */
+  name?: string;
+}
 
 /** Words of a lock: [tag, lock word, recursion count (RLock), spare]. */
 export const LOCK_WORDS = 4;
@@ -40,10 +47,18 @@ abstract class LockBase {
   #ownerDied = false;
   readonly #stale: Staleness = { word: 0, since: 0 };
 
-  protected constructor(recursive: boolean) {
+  protected constructor(recursive: boolean, options?: NameOptions) {
     const place = placing;
     placing = null;
-    const block = place?.block ?? SyncBlock.create(LOCK_WORDS * 4);
+    // A placed lock (received, or a Value's own) has no name (NOTE [Named objects]).
+    const claim = place === null ? claimName(options, `new ${recursive ? 'RLock' : 'Lock'}()`) : null;
+    let block: SyncBlock;
+    try {
+      block = place?.block ?? SyncBlock.create(LOCK_WORDS * 4);
+    } catch (e) {
+      claim?.close();
+      throw e;
+    }
     const base = place?.base ?? 0;
     if (place === null || place.fresh) Atomics.store(block.words, base, recursive ? RLOCK_TAG : LOCK_TAG);
     this.#block = block;
@@ -52,6 +67,16 @@ abstract class LockBase {
     this.#c = base + COUNT;
     this.#recursive = recursive;
     block.remember(base, this);
+    claim?.serve(this);
+  }
+
+  /**
+   * Gives up this lock's name, if this process made it with one (NOTE [Named objects]); the
+   * lock itself stays usable here and everywhere it is held.
+   */
+  close(): void {
+    checkArgCount(`${this.#what}.close()`, arguments, 0);
+    releaseName(this);
   }
 
   /** @internal A lock over words of `block` from `base`; `fresh`: words not yet tagged. */
@@ -198,15 +223,15 @@ abstract class LockBase {
 
 /** multiprocessing.Lock: any thread or process may release it (as in Python). */
 export class Lock extends LockBase {
-  constructor() {
-    super(false);
+  constructor(options?: NameOptions) {
+    super(false, options);
   }
 }
 
 /** multiprocessing.RLock: re-entered by the thread that holds it, released by it alone. */
 export class RLock extends LockBase {
-  constructor() {
-    super(true);
+  constructor(options?: NameOptions) {
+    super(true, options);
   }
 }
 

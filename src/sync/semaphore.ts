@@ -28,6 +28,9 @@ import { holderAlive, myToken, tokenTid } from './holder.js';
 import { TAKEN, TIMED_OUT } from './lock-word.js';
 import { SPIN, WAIT_SLICE_MS, deadlineOf, msLeft, runAsync, runSync, type AcquireOptions, type Waiting } from './wait.js';
 import { Held } from './held.js';
+import { checkArgCount } from '../arguments.js';
+import { claimName, releaseName, type NameClaim } from '../transport/names/index.js';
+import type { NameOptions } from './lock.js';
 
 const SEM_TAG = 0x53454d41; // 'SEMA'
 const BSEM_TAG = 0x4253454d; // 'BSEM'
@@ -55,9 +58,10 @@ abstract class SemaphoreBase {
   #slot = -1;
   #lastReclaim = 0;
 
-  protected constructor(value: unknown, bounded: boolean) {
+  protected constructor(value: unknown, bounded: boolean, options?: NameOptions) {
     const received = placing;
     placing = null;
+    let claim: NameClaim | null = null;
     if (received !== null) {
       this.#block = received;
       this.#w = received.words;
@@ -67,7 +71,13 @@ abstract class SemaphoreBase {
       if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > MAX_VALUE) {
         throw new InvalidCountError(`${what}(value): value must be an integer from 0 to ${MAX_VALUE} (got ${String(value)}).`);
       }
-      this.#block = SyncBlock.create(WORDS * 4);
+      claim = claimName(options, `new ${what}()`); // NOTE [Named objects]
+      try {
+        this.#block = SyncBlock.create(WORDS * 4);
+      } catch (e) {
+        claim?.close();
+        throw e;
+      }
       this.#w = this.#block.words;
       this.#bound = bounded ? value : -1;
       Atomics.store(this.#w, VALUE, value);
@@ -75,6 +85,16 @@ abstract class SemaphoreBase {
       Atomics.store(this.#w, 0, bounded ? BSEM_TAG : SEM_TAG);
     }
     this.#block.remember(0, this);
+    claim?.serve(this);
+  }
+
+  /**
+   * Gives up this semaphore's name, if this process made it with one (NOTE [Named objects]);
+   * the semaphore itself stays usable here and everywhere it is held.
+   */
+  close(): void {
+    checkArgCount(`${this.#what}.close()`, arguments, 0);
+    releaseName(this);
   }
 
   /** @internal */
@@ -269,15 +289,15 @@ abstract class SemaphoreBase {
 
 /** multiprocessing.Semaphore(value = 1). */
 export class Semaphore extends SemaphoreBase {
-  constructor(value: number = 1) {
-    super(value, false);
+  constructor(value: number = 1, options?: NameOptions) {
+    super(value, false, options);
   }
 }
 
 /** multiprocessing.BoundedSemaphore(value = 1): releasing past `value` is a BoundExceededError. */
 export class BoundedSemaphore extends SemaphoreBase {
-  constructor(value: number = 1) {
-    super(value, true);
+  constructor(value: number = 1, options?: NameOptions) {
+    super(value, true, options);
   }
 }
 

@@ -13,6 +13,7 @@ import { SyncBlock, registerSyncKind } from './block.js';
 import { LOCK_WORDS, Lock, RLock } from './lock.js';
 import { typecodeInfo, type Typecode } from './typecodes.js';
 import { readChar, writeChar } from './char.js';
+import { claimName, releaseName, type NameClaim } from '../transport/names/index.js';
 
 const VALUE_TAG = 0x56414c55; // 'VALU'
 const ARRAY_TAG = 0x41525241; // 'ARRA'
@@ -24,6 +25,8 @@ const MAX_LENGTH = 2 ** 31 - 1;
 export interface SharedOptions {
   /** true (default): an RLock of its own; false: none; or a Lock/RLock to use. */
   readonly lock?: boolean | Lock | RLock;
+  /** Reachable by this name from any process of this user: `mp.attach(name)` (NOTE [Named objects]). */
+  readonly name?: string;
 }
 
 type RawArray = { [i: number]: number | bigint; readonly length: number };
@@ -56,6 +59,7 @@ abstract class SharedData {
     const received = placing;
     placing = null;
     this.fresh = received === null;
+    let claim: NameClaim | null = null;
     if (received !== null) {
       ({ block: this.#block, base: this.#base, info: this.#info, lock: this.#lock, char: this.#char } = received);
     } else {
@@ -66,7 +70,13 @@ abstract class SharedData {
         throw new InvalidArgumentError(`lock must be true, false, an mp.Lock or an mp.RLock (got ${String(lockOpt)}).`);
       }
       this.#base = lockOpt === true ? LOCK_WORDS : 0;
-      this.#block = SyncBlock.create((this.#base + HEAD) * 4 + length * this.#info.itemsize);
+      claim = claimName(opts, tag === VALUE_TAG ? 'mp.Value()' : 'mp.Array()'); // NOTE [Named objects]
+      try {
+        this.#block = SyncBlock.create((this.#base + HEAD) * 4 + length * this.#info.itemsize);
+      } catch (e) {
+        claim?.close();
+        throw e;
+      }
       Atomics.store(this.#block.words, this.#base + LENGTH, length);
       Atomics.store(this.#block.words, this.#base, tag);
       this.#lock = lockOpt === true ? RLock.placeAt(this.#block, 0, true) : lockOpt === false ? null : lockOpt;
@@ -78,6 +88,26 @@ abstract class SharedData {
       Atomics.load(this.#block.words, this.#base + LENGTH),
     ) as unknown as RawArray;
     this.#block.remember(this.#base, this);
+    claim?.serve(this);
+  }
+
+  /**
+   * Gives up this object's name, if this process made it with one (NOTE [Named objects]); the
+   * memory itself stays usable here and everywhere it is held.
+   */
+  close(): void {
+    releaseName(this);
+  }
+
+  /** Writes the initial data of a new object; a bad value gives its name up before the error goes. */
+  protected initialize(fill: () => void): void {
+    if (!this.fresh) return;
+    try {
+      fill();
+    } catch (e) {
+      releaseName(this);
+      throw e;
+    }
   }
 
   get dtype(): DTypeInfo['name'] {
@@ -178,7 +208,7 @@ abstract class SharedData {
 export class SharedValue<V extends Scalar | string = Scalar> extends SharedData {
   constructor(type: Typecode, initial: Scalar | string = 0, opts?: SharedOptions) {
     super(VALUE_TAG, type, 1, opts);
-    if (this.fresh) this.write(0, initial);
+    this.initialize(() => this.write(0, initial));
   }
 
   get value(): V {
@@ -208,7 +238,7 @@ export class SharedArray<V extends Scalar | string = Scalar> extends SharedData 
       throw new InvalidCountError(`Array(type, size): size must be an integer from 0 to ${MAX_LENGTH} (got ${String(sizeOrData)}).`);
     }
     super(ARRAY_TAG, type, length, opts);
-    if (data !== null && this.fresh) this.writeAll(0, data);
+    if (data !== null) this.initialize(() => this.writeAll(0, data));
   }
 
   get length(): number {

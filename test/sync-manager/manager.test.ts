@@ -118,6 +118,19 @@ test('a killed manager: a pending call and every later one reject with ERR_TP_MA
   await m.shutdown(); // reaps it
 });
 
-test('Manager({ name }) waits for the named-object registry: a coded error, no process left', async () => {
-  await assert.rejects(mp.Manager({ name: 'x' }), isCoded(mp.InvalidArgumentError, 'ERR_TP_INVALID_ARGUMENT'));
+test('a named manager is reached by mp.attach(name) alone; the name is unique and goes with shutdown()', async () => {
+  const name = `tp-mgr-${process.pid}`;
+  const m = await new mp.Manager({ name });
+  try {
+    await assert.rejects(mp.Manager({ name }), isCoded(mp.NameTakenError, 'ERR_TP_NAME_TAKEN'));
+    const child = new mp.Process({ target: { module: fixtures, export: 'byName' }, args: [0, name] });
+    child.start();
+    await child.join();
+    assert.equal(child.exitCode, 0);
+    const attached = await mp.attach<mp.SyncManager>(name);
+    assert.equal(attached.pid, m.pid);
+  } finally {
+    await m.shutdown();
+  }
+  await assert.rejects(mp.attach(name, { timeout: 0 }), isCoded(mp.NameNotFoundError, 'ERR_TP_NAME_NOT_FOUND'));
 });
