@@ -10,7 +10,7 @@ const FLOORS = [
   ['transport/', 'manager/'],
   ['process/', 'queue/', 'sync/'],
   ['workers/'],
-  ['pool/', 'data/'],
+  ['pool/', 'data/', 'sync-manager/'],
   ['index\\.ts'],
   ['cli/', 'programs/'],
 ];

@@ -11,7 +11,8 @@
       "native/process.cc",
       "native/peer.cc",
       "native/transport.cc",
-      "native/fill.cc"
+      "native/fill.cc",
+      "native/file-map.cc"
     ],
     "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
     "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS", "_GNU_SOURCE"],

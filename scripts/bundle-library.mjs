@@ -165,6 +165,7 @@ const PROGRAMS = {
   'manager.js': 'apart',
   'pool-worker.js': 'held',
   'data-worker.js': 'held',
+  'sync-manager.js': 'held',
   'thread-child.js': 'held-run',
 };
 for (const file of readdirSync(join(src, 'programs')).filter((f) => f.endsWith('.js') && !f.endsWith('.bundle.js'))) {

@@ -93,6 +93,45 @@ export class TooManyMappingsError extends Error {
   override name = 'TooManyMappingsError';
 }
 
+// --- file-backed tensors (mp.fromFile) --------------------------------------------------
+/** A write to a tensor mapped with fromFile(path, { writable: false }) (the default). */
+export class ReadOnlyError extends TypeError {
+  readonly code = 'ERR_TP_READ_ONLY';
+  override name = 'ReadOnlyError';
+}
+/** fromFile() could not open or map the path: `errnoName` says why (ENOENT, EACCES, EISDIR...). */
+export class FileOpenError extends TensorprocSystemError {
+  override readonly code = 'ERR_TP_FILE_OPEN';
+  override name = 'FileOpenError';
+}
+/** fromFile()'s dtype, offset and shape do not fit the file (past its end, not a whole number of elements). */
+export class FileSizeError extends RangeError {
+  readonly code = 'ERR_TP_FILE_SIZE';
+  override name = 'FileSizeError';
+}
+/** The file behind a fromFile() tensor shrank under its mapping: its bytes are gone. */
+export class FileTruncatedError extends Error {
+  readonly code = 'ERR_TP_FILE_TRUNCATED';
+  override name = 'FileTruncatedError';
+}
+/** A fromFile() tensor arrived, but its path now names another file (replaced or renamed). */
+export class FileChangedError extends Error {
+  readonly code = 'ERR_TP_FILE_CHANGED';
+  override name = 'FileChangedError';
+}
+
+// --- the SyncManager (mp.Manager) ---------------------------------------------------------
+/** A manager proxy's call whose manager process is gone (shut down, killed, or never reached). */
+export class ManagerGoneError extends Error {
+  readonly code = 'ERR_TP_MANAGER_GONE';
+  override name = 'ManagerGoneError';
+}
+/** A call a manager's object refused: no such method on that kind of object, or arguments it cannot take. */
+export class ManagerCallError extends Error {
+  readonly code = 'ERR_TP_MANAGER_CALL';
+  override name = 'ManagerCallError';
+}
+
 // --- processes -------------------------------------------------------------------------
 // torch.multiprocessing's ProcessException family. The constructor takes torch's arguments
 // in torch's order (msg, errorIndex, pid[, exitCode, signalName]) so ported code reads the same.

@@ -5,11 +5,14 @@ export type { DType, Scalar, TypedArray, TensorOptions, FromDataOptions } from '
 export { getAllSharingStrategies, getSharingStrategy, setSharingStrategy, emptyCache } from './sharing/index.js';
 export type { SharingStrategy } from './sharing/index.js';
 export { memoryStats } from './sharing/index.js';
+export { fromFile } from './sharing/from-file.js';
+export type { FromFileOptions } from './sharing/from-file.js';
 export type { MemoryStats, SegmentCount } from './sharing/index.js';
 export * from './process/index.js';
 export * from './queue/index.js';
 export * from './data/index.js';
 export * from './pool/index.js';
 export * from './sync/index.js';
+export * from './sync-manager/index.js';
 export { attach } from './transport/names/index.js';
 export type { AttachOptions } from './transport/names/index.js';

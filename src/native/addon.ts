@@ -49,6 +49,14 @@ export interface Addon {
    * over the first `keepBytes`, which become private anonymous memory): NOTE in mapping.cc.
    */
   evict(m: NativeMapping, keepBytes: number, refs: number): boolean;
+  /**
+   * Maps [offset, offset+length) of fd's file (offset page-aligned) and takes the descriptor
+   * (closed with the mapping). [buffer, slot]: `slot` indexes fileBrokenWords(). NOTE [File
+   * mappings and SIGBUS] in native/file-map.cc.
+   */
+  mapFile(fd: number, offset: number, length: number, writable: number): [ArrayBuffer, number];
+  /** One word per file mapping slot: 1 once a SIGBUS replaced the mapping with zero pages. */
+  fileBrokenWords(): SharedArrayBuffer;
   /** [maps, unmaps] since the process started, all threads. */
   mappingStats(): [number, number];
   /** Holders of a mapping's memory: its handle and every live buffer over it. */

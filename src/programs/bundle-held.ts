@@ -5,6 +5,7 @@
 // the unbundled library, which has those programs as files of their own.
 import { main as dataWorkerMain } from '../data/worker-main.js';
 import { main as poolWorkerMain } from '../pool/worker-main.js';
+import { main as syncManagerMain } from '../sync-manager/server-main.js';
 import { threadChildMain } from '../process/thread-main.js';
 import * as transport from '../transport/index.js';
 import * as errorPayload from '../process/error-payload.js';
@@ -14,6 +15,7 @@ import { emptyCache } from '../sharing/index.js';
 const programs = {
   'pool-worker': { main: poolWorkerMain },
   'data-worker': { main: dataWorkerMain },
+  'sync-manager': { main: syncManagerMain },
   // The bundle holds every reduction already: nothing more to load for the arguments.
   'thread-child': { run: (entry: string) => threadChildMain(entry, async () => undefined) },
 };

@@ -11,3 +11,4 @@ import '../sync/index.js';
 import '../workers/worker-port.js';
 import '../pool/control-block.js';
 import '../data/datasets/travel.js';
+import '../sync-manager/index.js';

@@ -63,7 +63,7 @@ export class Storage {
   /** Private memory this storage allocated itself: release() frees it (NOTE [Releasing private memory]). */
   #ownsBuffer = false;
 
-  private constructor(buffer: ArrayBufferLike, byteOffset: number, nbytes: number, backing: SharedBacking | null) {
+  protected constructor(buffer: ArrayBufferLike, byteOffset: number, nbytes: number, backing: SharedBacking | null) {
     this.#buffer = buffer;
     this.#byteOffset = byteOffset;
     this.nbytes = nbytes;
@@ -128,6 +128,17 @@ export class Storage {
   isShared(): boolean {
     return this.#backing !== null;
   }
+
+  /** True when writing methods must throw (a file mapped read-only: src/sharing/file-storage.ts). */
+  get readOnly(): boolean {
+    return false;
+  }
+
+  /**
+   * Throws when the bytes are gone although the storage was not released (a mapped file that
+   * shrank: NOTE [File mappings and SIGBUS]); tensor methods call it around their accesses.
+   */
+  checkIntact(): void {}
 
   isReleased(): boolean {
     return this.#buffer === null;

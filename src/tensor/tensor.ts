@@ -1,5 +1,5 @@
 // Tensor: a typed n-d view (shape, stride, offset in elements) over a Storage, as in torch.
-import { IndexOutOfRangeError, InvalidShapeError, NotContiguousError, InvalidArgumentError } from '../errors.js';
+import { IndexOutOfRangeError, InvalidShapeError, NotContiguousError, InvalidArgumentError, ReadOnlyError } from '../errors.js';
 import { type DType, type DTypeInfo, type Scalar, type TypedArray, dtypeInfo } from './dtype.js';
 import { readScalar, writeScalar, forEachOffset } from './elements.js';
 import { checkDim, checkIndex, checkInt, contiguousStrides, inferShape } from './shape.js';
@@ -77,6 +77,7 @@ export class Tensor {
   /** The whole storage as elements of this dtype (internal; views index into it). */
   #all(): TypedArray {
     const buffer = this.storage.internalBuffer;
+    this.storage.checkIntact();
     if (this.#elements === null || this.#elements.buffer !== buffer) {
       const { array, itemsize } = this.#info;
       this.#elements = new array(buffer, this.storage.byteOffset, Math.floor(this.storage.nbytes / itemsize));
@@ -87,6 +88,7 @@ export class Tensor {
   /** A TypedArray over exactly this tensor's elements (raw words for float16/bfloat16). */
   get data(): TypedArray {
     const buffer = this.storage.buffer;
+    this.storage.checkIntact();
     if (this.#data !== null && this.#data.buffer === buffer) return this.#data;
     if (!this.isContiguous()) {
       throw new NotContiguousError('This tensor is not contiguous, so its elements are not one run of memory: call .contiguous() first.');
@@ -112,15 +114,27 @@ export class Tensor {
 
   get(...index: number[]): Scalar {
     const at = this.#indexOf(index);
-    return readScalar(this.#info, this.#all()[at]!);
+    const v = readScalar(this.#info, this.#all()[at]!);
+    this.storage.checkIntact(); // the read itself may have found the file shrunk
+    return v;
   }
 
   set(index: readonly number[], value: Scalar): this {
     checkArgCount('Tensor.set()', arguments, 2);
     if (!Array.isArray(index)) throw new InvalidArgumentError('set(index, value) takes the index as an array: t.set([i, j], v).');
+    this.#writable('set');
     const at = this.#indexOf(index);
     (this.#all() as unknown as (number | bigint)[])[at] = writeScalar(this.#info, value);
     return this;
+  }
+
+  /** Writing methods refuse a read-only storage (a file mapped with fromFile(), not writable). */
+  #writable(op: string): void {
+    if (this.storage.readOnly) {
+      throw new ReadOnlyError(
+        `${op}(): this tensor maps a file read-only (fromFile without writable: true). Map it with { writable: true } to write to the file, or write to a clone().`,
+      );
+    }
   }
 
   // --- views ------------------------------------------------------------------------------
@@ -210,6 +224,7 @@ export class Tensor {
 
   fill(value: Scalar): this {
     checkArgCount('Tensor.fill()', arguments, 1);
+    this.#writable('fill');
     const raw = writeScalar(this.#info, value);
     const all = this.#all();
     if (this.isContiguous()) {
@@ -227,6 +242,7 @@ export class Tensor {
   copy(src: Tensor): this {
     checkArgCount('Tensor.copy()', arguments, 1);
     if (!(src instanceof Tensor)) throw new InvalidArgumentError(`copy() takes a Tensor (got ${describeValue(src)}).`);
+    this.#writable('copy');
     if (src.shape.length !== this.shape.length || src.shape.some((d, i) => d !== this.shape[i])) {
       throw new InvalidShapeError(`copy(): shapes differ, [${src.shape.join(', ')}] into [${this.shape.join(', ')}].`);
     }
@@ -239,6 +255,7 @@ export class Tensor {
         from as ArrayLike<number | bigint>,
         this.offset,
       );
+      src.storage.checkIntact();
       return this;
     }
     const values: Scalar[] = [];
@@ -248,6 +265,7 @@ export class Tensor {
     });
     const dst = this.#all() as unknown as (number | bigint)[];
     const info = this.#info;
+    src.storage.checkIntact();
     forEachOffset(this.shape, this.stride, this.offset, (i, k) => {
       dst[i] = convert(info, values[k]!);
     });
@@ -262,6 +280,7 @@ export class Tensor {
     forEachOffset(this.shape, this.stride, this.offset, (i) => {
       flat.push(readScalar(this.#info, all[i]!));
     });
+    this.storage.checkIntact();
     if (this.shape.length === 0) return flat[0];
     let k = 0;
     const build = (d: number): unknown[] => {

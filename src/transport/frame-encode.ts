@@ -1,6 +1,6 @@
 // Encoding a message into one frame (NOTE [Frames], frame.ts): a lone tensor in its fixed
 // layout, a plain tree (plain-encode.ts), or a VALUE frame, spilled when too large (spill.ts).
-import { Tensor } from '../tensor/index.js';
+import { Tensor, Storage } from '../tensor/index.js';
 import { exportStorage, abandonExport } from '../sharing/index.js';
 import { NotTransferableError, TooManyDescriptorsError, isTensorprocError } from '../errors.js';
 import { prepare } from './walk.js';
@@ -88,7 +88,8 @@ export function checkMessage(value: unknown, path = ''): void {
 
 /** A tensor that travels in a TENSOR frame of its own (NOTE [Frames]). */
 function isLoneTensor(value: unknown): value is Tensor {
-  return value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor;
+  // Over a segment's storage only: a mapped file's travels by its own reduction (NOTE [File storages]).
+  return value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor && value.storage.constructor === Storage;
 }
 
 // Names are ASCII (segment names, `fd:<dev>:<ino>` keys): one native call writes or reads one.

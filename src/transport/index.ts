@@ -1,5 +1,6 @@
 // The transport: values (with tensors, queues… anywhere inside) as framed datagrams.
 import './reductions.js';
+import './file-reductions.js';
 export { encodeMessage, decodeMessage, checkMessage, INLINE_MAX, MAX_FRAME, MAX_FDS, FRAME_VERSION } from './frame.js';
 export type { Frame } from './frame.js';
 export { registerReduction } from './registry.js';
