@@ -431,3 +431,19 @@ export class OwnerDiedWarning extends Error {
     super(message);
   }
 }
+// Named objects (mp.attach): see NOTE [Named objects] in src/transport/names/claim.ts.
+/** `name` is already held by another live object of this user (any kind): pick another, or attach to it. */
+export class NameTakenError extends Error {
+  readonly code = 'ERR_TP_NAME_TAKEN';
+  override name = 'NameTakenError';
+}
+/** mp.attach(name): nothing of that name answered within the timeout (never made, closed, or its creator died). */
+export class NameNotFoundError extends Error {
+  readonly code = 'ERR_TP_NAME_NOT_FOUND';
+  override name = 'NameNotFoundError';
+}
+/** The name registry is another user's (or open to others): only the creator's own uid may attach. */
+export class NameForbiddenError extends Error {
+  readonly code = 'ERR_TP_NAME_FORBIDDEN';
+  override name = 'NameForbiddenError';
+}

@@ -11,3 +11,5 @@ export * from './queue/index.js';
 export * from './data/index.js';
 export * from './pool/index.js';
 export * from './sync/index.js';
+export { attach } from './transport/names/index.js';
+export type { AttachOptions } from './transport/names/index.js';

@@ -60,10 +60,14 @@ export class Registry {
   /** When the last user to go died without saying goodbye (killed); null if it left cleanly. */
   #lastUserKilled: number | null = null;
 
+  /** Called when a user (a process that connected) has died: its named objects' entries may be stale. */
+  readonly #userGone: () => void;
+
   /** `changed()` is called when the registry may have become empty (the manager may stop). */
-  constructor(log: (line: string) => void, changed: () => void) {
+  constructor(log: (line: string) => void, changed: () => void, userGone: () => void = () => {}) {
     this.#log = log;
     this.#changed = changed;
+    this.#userGone = userGone;
   }
 
   /** Nothing to watch: no name pending and no process followed. */
@@ -88,6 +92,7 @@ export class Registry {
         this.#state(name).crashed = true;
         this.#evaluate(name);
       }
+      this.#userGone();
       this.#changed();
       return false;
     }
@@ -224,6 +229,7 @@ export class Registry {
     }
     // One receiver fewer: names waiting for one may have none left.
     if (proc.user) for (const [name, st] of this.#names) if (st.holders.size === 0 && !names.has(name)) this.#evaluate(name);
+    if (proc.user) this.#userGone();
     this.#changed();
   }
 

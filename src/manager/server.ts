@@ -56,6 +56,7 @@ import { addon, EAGAIN, POLL_READABLE, RECV_NO_PROBE, type NativePoll } from '..
 import { checkDir, lockPath, managerDir, managerLog, socketPath } from '../sharing/manager/dir.js';
 import { decodeClient, encode, MAX_DATAGRAM, PROTOCOL_VERSION, type ManagerMessage } from '../sharing/manager/protocol.js';
 import { Registry } from './registry.js';
+import { sweepNames } from '../sharing/manager/names-dir.js';
 import { ENV, envNumber, envString } from '../env.js';
 
 const IDLE_MS = envNumber('TENSORPROC_MANAGER_IDLE_MS') ?? ENV.TENSORPROC_MANAGER_IDLE_MS.default;
@@ -86,7 +87,13 @@ class Manager {
   readonly #dir: string;
   readonly #uid = process.getuid!();
   readonly #conns = new Map<number, Conn>();
-  readonly #registry = new Registry(log, () => this.#checkIdle());
+  // A user's death may leave named objects' entries behind (NOTE [Named objects] in
+  // src/transport/names/claim.ts): they are swept then, and at start.
+  readonly #registry = new Registry(
+    log,
+    () => this.#checkIdle(),
+    () => this.#sweepNames(),
+  );
   readonly #buf = new Uint8Array(MAX_DATAGRAM);
   readonly #fds = new Int32Array(254);
   #listenFd = -1;
@@ -115,8 +122,18 @@ class Manager {
     this.#listenPoll.start(POLL_READABLE);
     log(`listening on ${path}`);
     this.#registry.sweep();
+    this.#sweepNames();
     this.#checkIdle();
     return true;
+  }
+
+  #sweepNames(): void {
+    try {
+      const gone = sweepNames(this.#dir);
+      if (gone.length > 0) log(`removed ${gone.length} name(s) whose creator died: ${gone.join(' ')}`);
+    } catch (e) {
+      log(`sweeping names: ${(e as Error).message}`);
+    }
   }
 
   #accept(): number {

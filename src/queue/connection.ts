@@ -9,6 +9,7 @@ import { Endpoint, checkTimeout, registerReduction } from '../transport/index.js
 import { registerWaitable } from './waitable.js';
 import { checkState, remember, keyOrClose, reuseOrAdopt, track, untrack } from './lifetime.js';
 import { checkArgCount, extraArgumentsError } from '../arguments.js';
+import { claimName, releaseName, type NameClaim } from '../transport/names/index.js';
 
 const READABLE = 1;
 const WRITABLE = 2;
@@ -75,6 +76,7 @@ export class Connection<T = unknown> {
 
   close(): void {
     checkArgCount('Connection.close()', arguments, 0);
+    releaseName(this); // NOTE [Named objects]: the listening end's close() gives the name up
     untrack(this.#endpoint);
     this.#endpoint.close();
   }
@@ -107,16 +109,39 @@ export class Connection<T = unknown> {
   }
 }
 
+export interface PipeOptions {
+  /** As Pipe(duplex): false makes the first end receive only, the second send only. */
+  duplex?: boolean;
+  /**
+   * Reachable by this name from any process of this user (NOTE [Named objects]): the first
+   * end is the listening end, kept here, and `mp.attach(name)` returns the second end there.
+   */
+  name?: string;
+}
+
 /**
  * torch Pipe(duplex): two connected ends. duplex (default): both ends send and receive;
- * false: the first end only receives, the second only sends.
+ * false: the first end only receives, the second only sends. With `{ name }`, the second end
+ * is what mp.attach(name) returns in another process; closing the first gives the name up.
  */
-export function Pipe<T = unknown>(duplex = true): [Connection<T>, Connection<T>] {
-  if (typeof duplex !== 'boolean') throw new InvalidArgumentError(`Pipe(duplex) takes true or false (got ${describeValue(duplex)}).`);
+export function Pipe<T = unknown>(options: boolean | PipeOptions = true): [Connection<T>, Connection<T>] {
+  let duplex: unknown = options;
+  let claim: NameClaim | null = null;
+  if (options !== null && typeof options === 'object') {
+    try {
+      duplex = options.duplex ?? true;
+    } catch (e) {
+      throw new InvalidArgumentError(`Pipe() could not read its options (${(e as Error)?.message ?? String(e)}).`, { cause: e });
+    }
+  }
+  if (typeof duplex !== 'boolean')
+    throw new InvalidArgumentError(`Pipe() takes true or false, or { duplex, name } (got ${describeValue(options)}).`);
+  claim = claimName(options, 'Pipe()');
   let fds: [number, number];
   try {
     fds = addon.socketpair();
   } catch (e) {
+    claim?.close();
     throw systemError(e, 'creating a pipe');
   }
   const both = READABLE | WRITABLE;
@@ -125,6 +150,7 @@ export function Pipe<T = unknown>(duplex = true): [Connection<T>, Connection<T>]
     a = Connection.adopt(fds[0], duplex ? both : READABLE) as Connection<T>;
   } catch (e) {
     addon.close(fds[1]); // the first end closed its own descriptor
+    claim?.close();
     throw e;
   }
   let b: Connection<T>;
@@ -132,7 +158,9 @@ export function Pipe<T = unknown>(duplex = true): [Connection<T>, Connection<T>]
     b = Connection.adopt(fds[1], duplex ? both : WRITABLE) as Connection<T>;
   } catch (e) {
     a.close();
+    claim?.close();
     throw e;
   }
+  claim?.serve(a, b);
   return [a, b];
 }

@@ -6,6 +6,12 @@ import { checkTimeout, registerReduction } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { checkState, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
 import { checkArgCount } from '../arguments.js';
+import { claimName, releaseName } from '../transport/names/index.js';
+
+export interface EventOptions {
+  /** Reachable by this name from any process of this user: `mp.attach(name)` (NOTE [Named objects]). */
+  name?: string;
+}
 
 const FLAG = 0;
 const WAITERS = 1;
@@ -28,8 +34,16 @@ export class Event {
   readonly #core: { close(): void };
   #closed = false;
 
-  constructor() {
-    const words = adopting?.words ?? SharedWords.create();
+  constructor(options?: EventOptions) {
+    // A received Event (adopting) has no name; a new one takes its name first (NOTE [Named objects]).
+    const claim = adopting === null ? claimName(options, 'new Event()') : null;
+    let words: SharedWords;
+    try {
+      words = adopting?.words ?? SharedWords.create();
+    } catch (e) {
+      claim?.close();
+      throw e;
+    }
     let key = adopting?.key;
     adopting = null;
     if (key === undefined) {
@@ -37,6 +51,7 @@ export class Event {
         key = identityKey(words.fd);
       } catch (e) {
         words.close();
+        claim?.close();
         throw e;
       }
     }
@@ -45,6 +60,7 @@ export class Event {
     this.#core = { close: () => words.close() };
     track(this, this.#core);
     remember(key, this);
+    claim?.serve(this);
   }
 
   isSet(): boolean {
@@ -138,6 +154,7 @@ export class Event {
   /** Frees this process's descriptor and mapping (a pending wait keeps the mapping until it ends). */
   close(): void {
     checkArgCount('Event.close()', arguments, 0);
+    releaseName(this); // NOTE [Named objects]
     if (this.#closed) return;
     this.#closed = true;
     untrack(this.#core);

@@ -11,10 +11,13 @@ import { Slots } from './slots.js';
 import { GetSpin } from './spin.js';
 import { checkState, closeAll, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
 import { checkArgCount, extraArgumentsError } from '../arguments.js';
+import { claimName, releaseName, type NameClaim } from '../transport/names/index.js';
 
 export interface QueueOptions {
   /** At most this many messages in the queue; 0, negative or absent: no limit (as torch). */
   maxsize?: number;
+  /** Reachable by this name from any process of this user: `mp.attach(name)` (NOTE [Named objects]). */
+  name?: string;
 }
 
 export interface TimeoutOptions {
@@ -84,6 +87,7 @@ export class Queue<T = unknown> {
   readonly #core: QueueCore;
 
   constructor(options: QueueOptions | number = {}) {
+    let claim: NameClaim | null = null;
     if (adopting !== null) {
       this.#core = adopting;
       adopting = null;
@@ -102,10 +106,13 @@ export class Queue<T = unknown> {
         );
       }
       const maxsize = checkMaxsize(given);
+      // Taken before anything is made: a name in use costs nothing (NOTE [Named objects]).
+      claim = claimName(options, `new ${new.target.name}()`);
       let fds: [number, number];
       try {
         fds = addon.socketpair();
       } catch (e) {
+        claim?.close();
         throw systemError(e, 'creating a queue');
       }
       let key: string;
@@ -115,6 +122,7 @@ export class Queue<T = unknown> {
         state = SharedWords.create(); // closes its own descriptor if it fails
       } catch (e) {
         closeAll(fds);
+        claim?.close();
         throw e;
       }
       this.#core = new QueueCore(fds[0], fds[1], state, maxsize, key);
@@ -122,6 +130,7 @@ export class Queue<T = unknown> {
     track(this, this.#core);
     this.#core.endpoint.setOwner(this); // NOTE [Waiting keeps the owner alive]
     remember(this.#core.key, this);
+    claim?.serve(this);
   }
 
   /** The limit given at construction (Infinity when unbounded). */
@@ -241,6 +250,7 @@ export class Queue<T = unknown> {
    */
   close(): void {
     checkArgCount('Queue.close()', arguments, 0);
+    releaseName(this); // NOTE [Named objects]: the creator's close() gives the name up
     untrack(this.#core);
     this.#core.close();
   }

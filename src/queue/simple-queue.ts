@@ -5,30 +5,45 @@ import { Endpoint, registerReduction } from '../transport/index.js';
 import { registerWaitable } from './waitable.js';
 import { checkState, remember, keyOrClose, reuseOrAdopt, track, untrack } from './lifetime.js';
 import { checkArgCount, extraArgumentsError } from '../arguments.js';
+import { claimName, releaseName, type NameClaim } from '../transport/names/index.js';
+
+export interface SimpleQueueOptions {
+  /** Reachable by this name from any process of this user: `mp.attach(name)` (NOTE [Named objects]). */
+  name?: string;
+}
 
 let adopting: { endpoint: Endpoint; key: string } | null = null;
 
 export class SimpleQueue<T = unknown> {
   readonly #endpoint: Endpoint;
 
-  constructor() {
+  constructor(options?: SimpleQueueOptions) {
     let key: string | null = null;
+    let claim: NameClaim | null = null;
     if (adopting !== null) {
       ({ endpoint: this.#endpoint, key } = adopting);
       adopting = null;
     } else {
+      claim = claimName(options, 'new SimpleQueue()'); // NOTE [Named objects]
       let fds: [number, number];
       try {
         fds = addon.socketpair();
       } catch (e) {
+        claim?.close();
         throw systemError(e, 'creating a queue');
       }
       this.#endpoint = new Endpoint(fds[0], fds[1], { what: 'queue' });
-      key = keyOrClose(this.#endpoint);
+      try {
+        key = keyOrClose(this.#endpoint);
+      } catch (e) {
+        claim?.close();
+        throw e;
+      }
     }
     track(this, this.#endpoint);
     this.#endpoint.setOwner(this); // NOTE [Waiting keeps the owner alive]
     remember(key!, this);
+    claim?.serve(this);
   }
 
   /** Puts `obj` on the queue; resolves once it is in the queue. */
@@ -53,6 +68,7 @@ export class SimpleQueue<T = unknown> {
 
   close(): void {
     checkArgCount('SimpleQueue.close()', arguments, 0);
+    releaseName(this); // NOTE [Named objects]
     untrack(this.#endpoint);
     this.#endpoint.close();
   }
