@@ -7,18 +7,19 @@ import numpy as np
 
 from . import _frames as F
 from . import _segment as S
-from ._channels import ChannelClosedError, Connection, Event, Queue, QueueEmpty, QueueFull, SimpleQueue
+from ._channels import ChannelClosedError, Connection, Event, JoinableQueue, Queue, QueueEmpty, QueueFull, SimpleQueue
 from ._frames import FrameDecodeError, NotTransferableError, DTYPES
 from ._segment import BadHandleError
+from ._attach import AttachError, NameForbiddenError, NameNotFoundError
 
 __version__ = "0.1.0"
 PROTOCOL_VERSION = F.FRAME_VERSION
 
 __all__ = [
     "attach", "empty", "zeros", "release", "is_shared", "to_torch", "set_sharing_strategy",
-    "get_sharing_strategy", "Queue", "SimpleQueue", "Connection", "Event", "QueueEmpty",
+    "get_sharing_strategy", "JoinableQueue", "Queue", "SimpleQueue", "Connection", "Event", "QueueEmpty",
     "QueueFull", "ChannelClosedError", "FrameDecodeError", "NotTransferableError",
-    "BadHandleError", "DTYPES",
+    "BadHandleError", "AttachError", "NameNotFoundError", "NameForbiddenError", "DTYPES",
 ]
 
 

@@ -331,3 +331,55 @@ class Event:
 
     def close(self):
         self._w.close()
+
+
+# JoinableQueue words (src/queue/joinable-queue.ts NOTE [Unfinished tasks])
+UNFINISHED, JOINERS, DONE = 32, 33, 48
+
+
+class JoinableQueue(Queue):
+    """A Queue whose items count as unfinished until task_done(); join() waits for none left."""
+
+    def put(self, obj, timeout=None):
+        A.add(self._w.w(UNFINISHED), 1)
+        try:
+            super().put(obj, timeout)
+        except BaseException:
+            self._finish()
+            raise
+
+    def _finish(self):
+        w = self._w.w(UNFINISHED)
+        while True:
+            c = A.load(w)
+            if c <= 0:
+                return False
+            if A.compare_exchange(w, c, c - 1) != c:
+                continue
+            if c == 1:
+                A.add(self._w.w(DONE), 1)
+                if self._w.load(JOINERS) > 0:
+                    A.futex_wake(self._w.w(DONE))
+            return True
+
+    def task_done(self):
+        if not self._finish():
+            e = ValueError("task_done() called more times than items were put")
+            e.code = "ERR_TP_TASK_DONE_TOO_MANY"
+            raise e
+
+    def join(self, timeout=None):
+        w = self._w
+        deadline = _deadline(timeout)
+        A.add(w.w(JOINERS), 1)
+        try:
+            while True:
+                done = w.load(DONE)
+                if w.load(UNFINISHED) <= 0:
+                    return True
+                left = _left(deadline)
+                if left == 0:
+                    return False
+                A.futex_wait(w.w(DONE), done, min(left, 1.0) if left is not None else 1.0)
+        finally:
+            A.sub(w.w(JOINERS), 1)
