@@ -112,8 +112,9 @@ class Segment:
 _segments = {}
 # Received segments no storage of this process uses now, kept mapped for the next message.
 _parked = {}
-PARK_MAX = 32
+PARK_MAX = 256
 PARK_DECAY_S = 5.0
+_last_decay = [0.0]
 
 
 def _fd_key(st):
@@ -290,6 +291,9 @@ def _decay():
         return
     now = time.monotonic()
     over = len(_parked) - PARK_MAX
+    if over <= 0 and now - _last_decay[0] < 0.5:
+        return  # looked at twice a second, or when over the bound
+    _last_decay[0] = now
     for key, seg in list(_parked.items()):
         if seg.holds > 0:
             _parked.pop(key, None)
