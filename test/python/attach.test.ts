@@ -28,11 +28,13 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
       const t = mp.full([3, 4], 1, { dtype: 'float32', shared: true });
       await work.put(t);
       const first = (await Promise.race([pipe.recv(), exited.then((c) => assert.fail(`python exited ${c}: ${err}`))])) as {
+        errors: Record<string, string>;
         missing: string;
         sum: number;
         mine: mp.Tensor;
       };
       assert.equal(first.missing, 'ERR_TP_NAME_NOT_FOUND');
+      assert.deepEqual(first.errors, { object: 'ERR_TP_NOT_TRANSFERABLE', int: 'ERR_TP_NOT_TRANSFERABLE', empty: 'ERR_TP_QUEUE_EMPTY' });
       assert.equal(first.sum, 24);
       assert.deepEqual(t.toArray(), new Array(3).fill(new Array(4).fill(2)), "Python's write is seen here");
       assert.deepEqual(first.mine.dtype, 'int64');

@@ -15,11 +15,24 @@ except tp.NameNotFoundError as e:
 work = tp.attach(prefix + "-work")
 pipe = tp.attach(prefix + "-pipe")
 done = tp.attach(prefix + "-done")
+errors = {}
+try:
+    work.put({"f": object()})  # refused before anything is sent
+except tp.NotTransferableError as e:
+    errors["object"] = e.code
+try:
+    work.put(2**60)
+except tp.NotTransferableError as e:
+    errors["int"] = e.code
 t = work.get()  # a Node tensor, as a numpy array over the same memory
 t += 1  # seen by Node
 mine = tp.empty((2, 2), "int64")
 mine[...] = [[1, 2], [3, 4]]
-pipe.send({"missing": missing, "sum": float(t.sum()), "mine": mine})
+try:
+    work.get(timeout=0)
+except tp.QueueEmpty as e:
+    errors["empty"] = e.code
+pipe.send({"errors": errors, "missing": missing, "sum": float(t.sum()), "mine": mine})
 assert pipe.recv() == "written"
 pipe.send(mine.tolist())  # what Node wrote into our array
 done.set()
