@@ -1,0 +1,166 @@
+// W6 (issue 28): a Node producer and a Python consumer, the W1 loop (bench/queue.ts): per
+// message the producer makes a fresh float32 tensor of SIZE bytes in shared memory, fills it
+// and puts it; the consumer (w6-consumer.py, the Python package of python/) gets it as a numpy
+// array, reads its first and last element and drops it. Beside it in the same run, size by
+// size: what people use today, the same tensors as bytes over a Unix socket (length-prefixed,
+// copied into a fresh buffer per message), torch's own Queue between two Python processes
+// (anchors/torch-queue.py), and tensorproc's Node -> Node over the same loop (the W1 consumer,
+// lib/w1-role.ts). Consumer-side messages/s from the 2nd message.
+//
+//   node --expose-gc dist/bench/python.js [--quick]
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type * as mp from 'tensorproc';
+import * as lib from '../src/index.js';
+import { reductionFor } from '../src/transport/registry.js';
+import { findPythons } from './lib/programs.js';
+
+const quick = process.argv.includes('--quick') || process.env.TENSORPROC_BENCH_QUICK === '1';
+const SIZES = process.env.W6_SIZES ? process.env.W6_SIZES.split(',').map(Number) : [1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20];
+const clamp = (x: number, lo: number, hi: number): number => Math.max(lo, Math.min(hi, Math.floor(x)));
+const countFor = (size: number): number => (quick ? clamp(2 ** 25 / size, 10, 2000) : clamp(2 ** 30 / size, 40, 50_000));
+const MAXSIZE = 64;
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+const consumerPy = join(repo, 'bench/w6-consumer.py');
+const torchQueuePy = join(repo, 'bench/anchors/torch-queue.py');
+const { torch, any } = findPythons();
+const python = torch?.path ?? any?.path ?? 'python3';
+const env = { ...process.env, PYTHONPATH: join(repo, 'python') };
+
+interface Line {
+  bytes: number;
+  count: number;
+  seconds: number;
+}
+
+function queueFds(q: unknown): number[] {
+  // The package's Queue and the library's are one class only in the bundle; reduce through the
+  // copy that made it (the package's, whose registry is its own).
+  const r = reductionFor(q as object);
+  if (r === undefined) throw new Error('not a queue of this library copy');
+  return (r.reduce(q as object, { copies: 1, fd: (fd: number) => fd, ref: () => 0, onAbandon: () => {} }) as number[]).slice(1);
+}
+
+async function produce(q: lib.Queue<lib.Tensor>, size: number, count: number): Promise<void> {
+  const n = size / 4;
+  for (let k = 0; k < count; k++) {
+    const t = lib.empty([n], { shared: true });
+    t.fill(k);
+    await q.put(t);
+    t.release();
+  }
+}
+
+async function linesOf(proc: ReturnType<typeof spawn>, n: number): Promise<Line[]> {
+  const out: Line[] = [];
+  const rl = createInterface({ input: proc.stdout! });
+  for await (const line of rl) {
+    out.push(JSON.parse(line) as Line);
+    if (out.length === n) break;
+  }
+  return out;
+}
+
+async function nodeToPython(strategy: mp.SharingStrategy, size: number, count: number): Promise<number> {
+  lib.setSharingStrategy(strategy);
+  const q = new lib.Queue<lib.Tensor>({ maxsize: MAXSIZE });
+  const proc = spawn(
+    python,
+    [...(process.env.W6_PROFILE ? ['-m', 'cProfile', '-o', '/tmp/w6.prof'] : []), consumerPy, 'tensorproc', `${size}:${count}`],
+    {
+      stdio: ['ignore', 'pipe', 'inherit', ...queueFds(q)],
+      env: { ...env, TENSORPROC_SHARING_STRATEGY: strategy },
+    },
+  );
+  try {
+    const [lines] = await Promise.all([linesOf(proc, 1), produce(q, size, count)]);
+    await once(proc, 'exit');
+    return (count - 1) / lines[0]!.seconds;
+  } finally {
+    if (proc.exitCode === null) proc.kill('SIGKILL');
+    q.close();
+  }
+}
+
+async function nodeToNode(strategy: mp.SharingStrategy, size: number, count: number): Promise<number> {
+  lib.setSharingStrategy(strategy);
+  const q = new lib.Queue<lib.Tensor>({ maxsize: MAXSIZE });
+  const out = new lib.Queue<{ dt: number }>();
+  try {
+    const ctx = lib.spawn(
+      { module: new URL('./lib/w1-role.js', import.meta.url), export: 'role' },
+      { args: [q, out, size, count, strategy], nprocs: 1, join: false },
+    );
+    const [r] = await Promise.all([out.get(), produce(q, size, count)]);
+    await ctx.join();
+    return (count - 1) / r.dt;
+  } finally {
+    q.close();
+    out.close();
+  }
+}
+
+async function socketCopy(size: number, count: number): Promise<number> {
+  const path = join(tmpdir(), `tp-w6-${process.pid}.sock`);
+  const server = createServer();
+  server.listen(path);
+  await once(server, 'listening');
+  const proc = spawn(python, [consumerPy, 'socket', path, `${size}:${count}`], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  try {
+    const [conn] = (await once(server, 'connection')) as [import('node:net').Socket];
+    const result = linesOf(proc, 1);
+    const n = size / 4;
+    for (let k = 0; k < count; k++) {
+      const a = new Float32Array(n).fill(k); // the same tensor, as bytes
+      const head = Buffer.alloc(8);
+      head.writeBigUInt64LE(BigInt(size));
+      conn.write(head);
+      if (!conn.write(Buffer.from(a.buffer))) await once(conn, 'drain');
+    }
+    const [line] = await result;
+    conn.end();
+    return (count - 1) / line!.seconds;
+  } finally {
+    if (proc.exitCode === null) proc.kill('SIGKILL');
+    server.close();
+  }
+}
+
+function torchQueue(size: number, count: number): number | null {
+  if (torch === null) return null;
+  const r = spawnSync(torch.path, [torchQueuePy, 'file_descriptor', `${size}:${count}`], { encoding: 'utf8', timeout: 300_000 });
+  const line = r.stdout?.split('\n').find((l) => l.startsWith('{'));
+  if (!line) return null;
+  const { seconds } = JSON.parse(line) as Line;
+  return (count - 1) / seconds;
+}
+
+const fmtSize = (b: number): string => (b >= 1 << 20 ? `${b >> 20} MiB` : `${b >> 10} KiB`);
+const fmt = (x: number | null): string => (x === null ? 'n/a' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
+
+const rows: string[] = [];
+console.log(
+  `W6: Node producer -> Python consumer, messages/s (consumer side, from the 2nd message)${quick ? ', --quick' : ''}; python ${python}`,
+);
+console.log('');
+console.log(
+  '| size | count | tensorproc fd -> Python | tensorproc fs -> Python | Node -> Node (fd) | bytes over a Unix socket | torch Queue (Python -> Python) | vs socket | vs Node -> Node |',
+);
+console.log('|---|---|---|---|---|---|---|---|---|');
+for (const size of SIZES) {
+  const count = countFor(size);
+  const fd = await nodeToPython('file_descriptor', size, count);
+  const fs = await nodeToPython('file_system', size, count);
+  const nn = await nodeToNode('file_descriptor', size, count);
+  const sock = await socketCopy(size, count);
+  const tq = torchQueue(size, count);
+  const row = `| ${fmtSize(size)} | ${count} | ${fmt(fd)} | ${fmt(fs)} | ${fmt(nn)} | ${fmt(sock)} | ${fmt(tq)} | ${(fd / sock).toFixed(1)}x | ${(fd / nn).toFixed(2)}x |`;
+  rows.push(row);
+  console.log(row);
+  lib.emptyCache();
+}

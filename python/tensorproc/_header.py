@@ -1,0 +1,127 @@
+"""The segment header (docs/protocol.md, "Segment header"): one page of int32 words at the start
+of every shared segment, and the reference-slot operations on it. Mirrors
+src/sharing/segment-header.ts; every access is atomic (_atomic.py)."""
+from . import _atomic as A
+
+HEADER_BYTES = 4096
+MAGIC = 0x47535054  # "TPSG" little-endian
+VERSION = 2
+W_MAGIC, W_VERSION, W_REFS, W_PID, W_CAP_LO, W_CAP_HI, W_WAITING, W_SLOTS_USED = range(8)
+W_SLOTS = 16
+SLOTS = (HEADER_BYTES // 4 - W_SLOTS) // 2
+RECLAIMING = -1
+
+
+def count_word(i):
+    return W_SLOTS + 2 * i + 1
+
+
+class Header:
+    """Atomic access to the int32 words of a header mapped at `addr`."""
+
+    __slots__ = ("addr",)
+
+    def __init__(self, addr):
+        self.addr = addr
+
+    def w(self, i):
+        return self.addr + 4 * i
+
+    def load(self, i):
+        return A.load(self.w(i))
+
+    def init(self, pid, capacity):
+        """A fresh header with one hold, by `pid`, in slot 0; the magic last (readers check it)."""
+        A.store(self.w(W_VERSION), VERSION)
+        A.store(self.w(W_PID), pid)
+        A.store(self.w(W_CAP_LO), _i32(capacity % 2**32))
+        A.store(self.w(W_CAP_HI), capacity // 2**32)
+        A.store(self.w(W_SLOTS), pid)
+        A.store(self.w(count_word(0)), 1)
+        A.store(self.w(W_SLOTS_USED), 1)
+        A.store(self.w(W_REFS), 1)
+        A.store(self.w(W_MAGIC), _i32(MAGIC))
+        return count_word(0)
+
+    def valid(self):
+        return A.load(self.w(W_MAGIC)) == _i32(MAGIC)
+
+    def claim_slot(self, pid):
+        """The count word of `pid`'s slot, claiming the first free one; -1 if all are taken."""
+        i = 0
+        while i < SLOTS:
+            at = W_SLOTS + 2 * i
+            p = A.load(self.w(at))
+            if p == pid:
+                return count_word(i)
+            if p != 0:
+                i += 1
+                continue
+            used = A.load(self.w(W_SLOTS_USED))
+            while used < i + 1:  # counted in use before it is taken
+                seen = A.compare_exchange(self.w(W_SLOTS_USED), used, i + 1)
+                if seen == used:
+                    break
+                used = seen
+            if A.compare_exchange(self.w(at), 0, pid) == 0:
+                return count_word(i)
+            # taken meanwhile: look at the same slot again
+        return -1
+
+    def slots_used(self):
+        used = A.load(self.w(W_SLOTS_USED))
+        return used if 0 < used <= SLOTS else SLOTS
+
+    def holders(self):
+        out = []
+        for i in range(self.slots_used()):
+            pid = A.load(self.w(W_SLOTS + 2 * i))
+            if pid > 0:
+                out.append((pid, A.load(self.w(count_word(i)))))
+        return out
+
+    def reclaim_slots(self, pid):
+        """Frees every slot of dead `pid` and subtracts what it held from the total."""
+        took = 0
+        for i in range(self.slots_used()):
+            p = W_SLOTS + 2 * i
+            if A.load(self.w(p)) != pid or A.compare_exchange(self.w(p), pid, RECLAIMING) != pid:
+                continue
+            count = A.exchange(self.w(p + 1), 0)
+            if count > 0:
+                A.sub(self.w(W_REFS), count)
+                took += count
+            A.store(self.w(p), 0)
+        return took
+
+    def retain(self):
+        """A reference for a message about to carry the segment."""
+        return A.add(self.w(W_REFS), 1) + 1
+
+    def adopt(self, slot):
+        """A received message's reference becomes this process's hold, recorded in its slot."""
+        if slot >= 0:
+            A.add(self.w(slot), 1)
+
+    def lower_slot(self, slot):
+        """Lowers this process's slot count by one, never below zero (a compare-and-swap)."""
+        if slot < 0:
+            return
+        n = A.load(self.w(slot))
+        while n > 0:
+            seen = A.compare_exchange(self.w(slot), n, n - 1)
+            if seen == n:
+                break
+            n = seen
+
+    def drop_total(self):
+        """Lowers the total by one; wakes a creator waiting for it to reach 1. Returns what is left."""
+        left = A.sub(self.w(W_REFS), 1) - 1
+        if left == 1 and A.load(self.w(W_WAITING)) != 0:
+            A.futex_wake(self.w(W_REFS), 1)
+        return left
+
+
+def _i32(v):
+    v &= 0xFFFFFFFF
+    return v - 2**32 if v >= 2**31 else v
