@@ -1,5 +1,5 @@
 // map, starmap and apply as a Call (pool/calls.ts): the input an array, the results one promise.
-import { MODE_ITEM, MODE_STAR, PACK_MIN, packRange } from './messages.js';
+import { MODE_ITEM, MODE_STAR, PACK_MIN, copyResults, packRange } from './messages.js';
 import { Call, type CallHost, type Taken } from './calls.js';
 
 /**
@@ -58,8 +58,7 @@ export class ListCall extends Call {
   }
 
   done(index: number, values: ArrayLike<unknown>, at: number, n: number): void {
-    const from = index * this.chunkLen;
-    for (let i = 0; i < n; i++) this.#out[from + i] = values[at + i];
+    copyResults(this.#out, index * this.chunkLen, values, at, n);
     if (--this.#remaining === 0) {
       this.settle();
       this.#resolve(this.#single ? this.#out[0] : this.#out);
