@@ -1,5 +1,5 @@
 // map, starmap and apply as a Call (pool/calls.ts): the input an array, the results one promise.
-import { MODE_ITEM, MODE_STAR, PACK_MIN, packRange } from './messages.js';
+import { MODE_ITEM, MODE_STAR, PACK_MIN, copyResults, packRange, resultArray } from './messages.js';
 import { Call, type CallHost, type Taken } from './calls.js';
 
 /**
@@ -11,7 +11,8 @@ export class ListCall extends Call {
   #resolve!: (v: unknown) => void;
   #reject!: (e: unknown) => void;
   readonly #src: readonly unknown[];
-  readonly #out: unknown[];
+  /** Made when the first results arrive, for their kind (resultArray()). */
+  #out: unknown[] | null = null;
   readonly #chunks: number;
   readonly #single: boolean;
   #next = 0;
@@ -24,14 +25,13 @@ export class ListCall extends Call {
       this.#reject = reject;
     });
     this.#src = src;
-    this.#out = new Array(src.length);
     this.#single = single;
     this.#chunks = Math.ceil(src.length / chunkLen);
     this.#remaining = this.#chunks;
     if (this.#chunks === 0) {
       this.exhausted = true;
       this.settle();
-      this.#resolve(this.#out);
+      this.#resolve([]);
     }
   }
 
@@ -58,11 +58,11 @@ export class ListCall extends Call {
   }
 
   done(index: number, values: ArrayLike<unknown>, at: number, n: number): void {
-    const from = index * this.chunkLen;
-    for (let i = 0; i < n; i++) this.#out[from + i] = values[at + i];
+    const out = (this.#out ??= resultArray(this.#src.length, values));
+    copyResults(out, index * this.chunkLen, values, at, n);
     if (--this.#remaining === 0) {
       this.settle();
-      this.#resolve(this.#single ? this.#out[0] : this.#out);
+      this.#resolve(this.#single ? out[0] : out);
     }
   }
 
@@ -79,7 +79,7 @@ export class ListCall extends Call {
     // reachable from its pool while chunks of it are at a worker (a stopped one's for good),
     // and a result tensor kept here would keep its segment (under file_system, its name)
     // until the pool itself is collected.
-    this.#out.length = 0;
+    this.#out = null;
     this.#reject(error);
   }
 }

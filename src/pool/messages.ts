@@ -95,11 +95,33 @@ export function controlWords(size: number): number {
 // else Float64Array: both exact), which both serializers copy as bytes. Readers index it as
 // they index an array, and nothing typed reaches a task or a caller: each element is read
 // out as the number it was.
+// A user's first big map runs all of this before V8 has compiled it, where every pass over
+// the items costs tens of ns an item (W3's first call: 0.6x torch's Pool). So the passes are
+// few: a worker runs a long chunk (PACK_MIN or more items, fn(item)) writing each result
+// straight into a Float64Array, with no result array and no packing pass after it
+// (runNumbers() in worker-main.ts); from the first result that is not a number on, the
+// chunk's results go as they are, the numbers before it as numbers. It narrows the array to
+// an Int32Array with native passes only (narrowNumbers()). The parent copies the results out
+// with one loop per kind of values (copyResults()), so that none is deoptimised by another
+// kind, into an array made for the kind of the first results (resultArray()). Such a chunk's results are a DONE message's only values: it takes that path when
+// the batch holds no values yet (else its results join the batch's array, packed when it is
+// sent, as before), and the batch is sent right after it.
 export const PACK_MIN = 1024;
 
 /** `xs` as a typed array when it is PACK_MIN or more numbers (NOTE [Packed numbers]), else `xs`. */
-export function packNumbers(xs: unknown[]): unknown[] | Int32Array | Float64Array {
-  return xs.length < PACK_MIN ? xs : (packRange(xs, 0, xs.length) ?? xs);
+export function packNumbers(xs: unknown[] | Int32Array | Float64Array): unknown[] | Int32Array | Float64Array {
+  return !Array.isArray(xs) || xs.length < PACK_MIN ? xs : (packRange(xs, 0, xs.length) ?? xs);
+}
+
+/**
+ * `nums` as an Int32Array when every one is an int32 other than -0, else `nums`. Native
+ * passes only (convert, convert back, compare bytes: -0, NaN and what ToInt32 wraps differ
+ * in their bytes), so that it costs nothing before V8 has compiled anything.
+ */
+export function narrowNumbers(nums: Float64Array): Int32Array | Float64Array {
+  const ints = new Int32Array(nums);
+  const back = new Float64Array(ints);
+  return Buffer.from(back.buffer).equals(Buffer.from(nums.buffer, nums.byteOffset, nums.byteLength)) ? ints : nums;
 }
 
 /**
@@ -131,4 +153,40 @@ function packDoubles(xs: ArrayLike<unknown>, from: number, to: number, ints: Int
     out[i] = x;
   }
   return out;
+}
+
+/**
+ * A map's result array of `n` slots, made for the kind of its first results: for packed
+ * numbers an array of that kind at its full length at once, where `new Array(n)` makes n
+ * slots for any value that the first double then copies whole into a double array (for W3's
+ * 200,000 results: 1.6 MB more in the old generation inside the call, and twice the time).
+ * Every slot is written before the array is handed out.
+ */
+export function resultArray(n: number, values: ArrayLike<unknown>): unknown[] {
+  if (values instanceof Float64Array || values instanceof Int32Array) {
+    const out: unknown[] = [values instanceof Float64Array ? 0.5 : 0];
+    out.length = n;
+    return out;
+  }
+  return new Array(n);
+}
+
+/**
+ * out[from + i] = values[at + i] for i < n. One loop per kind of `values` (packed doubles,
+ * packed int32s, an array), each seeing one kind only: a map's first big call runs these
+ * before V8 has compiled them, and one loop fed arrays by small chunks and typed arrays by
+ * long ones (the W3 warm-up, then the call) was deoptimised and ran 2-3x longer.
+ */
+export function copyResults(out: unknown[], from: number, values: ArrayLike<unknown>, at: number, n: number): void {
+  if (values instanceof Float64Array) copyDoubles(out, from, values, at, n);
+  else if (values instanceof Int32Array) copyInts(out, from, values, at, n);
+  else for (let i = 0; i < n; i++) out[from + i] = values[at + i];
+}
+
+function copyDoubles(out: unknown[], from: number, values: Float64Array, at: number, n: number): void {
+  for (let i = 0; i < n; i++) out[from + i] = values[at + i];
+}
+
+function copyInts(out: unknown[], from: number, values: Int32Array, at: number, n: number): void {
+  for (let i = 0; i < n; i++) out[from + i] = values[at + i];
 }

@@ -76,6 +76,31 @@ for (const startMethod of ['spawn', 'thread'] as StartMethod[]) {
       },
     );
 
+    it('long chunks whose results are numbers, then not, keep every result as it was, and each error', TIMEOUT, async () => {
+      // NOTE [Packed numbers]: a worker writes a long chunk's numbers straight into a typed
+      // array (int32 ones sent as Int32Array), and from a result that is not a number on, the
+      // results as they are (the task is not called twice).
+      const { mostlyNumbersHere } = await import('./fixtures/tasks.js');
+      const items = range(4_000);
+      const back = await pool.map(task('mostlyNumbers'), items, { chunksize: 1_200 });
+      assert.ok(Array.isArray(back));
+      assert.equal(back.length, items.length);
+      items.forEach((x, i) => assert.ok(Object.is(back[i], mostlyNumbersHere(x)), `item ${i}: ${String(back[i])}`));
+      const ints = range(3_000).map((x) => (x - 1_500) * 1_000_000);
+      assert.deepEqual(await pool.map(task('same'), ints, { chunksize: 1_500 }), ints);
+      const big = range(2_000).map((x) => 2n ** 60n + BigInt(x));
+      assert.deepEqual(await pool.map(task('same'), big, { chunksize: 2_000 }), big);
+      // A task that throws inside a long chunk of numbers fails the map with its error.
+      const e = await pool.map(task('failAt'), range(2_000), { chunksize: 2_000 }).then(
+        () => assert.fail('failAt(3) resolved'),
+        (err: unknown) => err as Error & { code?: string },
+      );
+      assert.ok(e instanceof RangeError);
+      assert.equal(e.code, 'E_THREE');
+      // The pool goes on: the next long chunk of numbers runs.
+      assert.deepEqual(await pool.map(task('same'), range(2_000), { chunksize: 2_000 }), range(2_000));
+    });
+
     it("map runs chunksize items together in one worker, and by default CPython's ceil(n / (4 × processes))", TIMEOUT, async () => {
       const blocks = async (n: number, size: number, chunksize?: number): Promise<void> => {
         const r = await pool.map<[number, number, number]>(task('where'), range(n), chunksize ? { chunksize } : {});
