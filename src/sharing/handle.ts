@@ -113,7 +113,11 @@ export function exportStorage(storage: Storage): ExportedStorage {
   // Before the reference is added: a segment passed on is marked so first (NOTE [Witnesses of named segments]).
   const fd = named ? witnessFor(segment) : segment.fd;
   segment.retain();
-  return { handle: { strategy: segment.strategy, name: named ? segment.name : segment.key, offset: lease.offset, nbytes: storage.nbytes }, fd, segment };
+  return {
+    handle: { strategy: segment.strategy, name: named ? segment.name : segment.key, offset: lease.offset, nbytes: storage.nbytes },
+    fd,
+    segment,
+  };
 }
 
 /** Undoes exportStorage() for a message that was not sent. */
