@@ -34,7 +34,11 @@
 // Cost: one descriptor per message that carries a segment of the sender's (passed with the
 // datagram, closed by the receiver; no more held for good than before: file_system receivers
 // keep none), and three system calls per epoch ended, at most one per housekeeping tick and
-// only while an owned named segment has references unaccounted for.
+// only while an owned named segment has references unaccounted for. A lone tensor's witness
+// becomes the receiver's receive reserve (NOTE [Receive reserve]), closed by its next receive
+// (or replaced by an eventfd when that finds nothing): no probe per receive. Known gap: a
+// receiver that stops receiving without closing keeps the witness of its last lone tensor
+// until it receives again or empties its cache, and orphans of that epoch wait for it.
 import { isMainThread } from 'node:worker_threads';
 import { addon } from '../native/index.js';
 import { onExit } from '../exit-hooks.js';
@@ -120,6 +124,27 @@ export function namedInFlightGone(segment: Segment): boolean {
     ended.delete(e);
   }
   return true;
+}
+
+/**
+ * The owner's cache holds no busy named segment (the end of a housekeeping pass): the witness
+ * holds no descriptor of this process's while nothing needs it. The current epoch ends; once
+ * every ended epoch is seen over, the memfd goes too (a later message makes a new one).
+ */
+export function witnessIdle(): void {
+  if (probe === null) return;
+  rotate();
+  for (const [e, lookable] of ended) {
+    if (!lookable) return;
+    try {
+      if (addon.ofdLocked(probe, BASE + e)) return;
+    } catch {
+      return;
+    }
+    ended.delete(e);
+  }
+  addon.close(probe);
+  probe = null;
 }
 
 /** emptyCache(), a thread's exit: the witness's descriptors go (epochs so far are never seen to end). */
