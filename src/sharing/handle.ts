@@ -5,7 +5,7 @@ import { addon } from '../native/index.js';
 import { Storage } from '../tensor/index.js';
 import { BadHandleError, TooManyFilesError } from '../errors.js';
 import { Lease, received, emptySegmentCaches, type Spare } from './allocator.js';
-import { closeKept, closeReserve, keepReceived, touchKept, warnForwardCopy, withReserve } from './descriptors.js';
+import { closeKept, closeReserve, giveReserve, keepReceived, touchKept, warnForwardCopy, withReserve } from './descriptors.js';
 import { Segment, fdIdentity, type FdIdentity } from './segment.js';
 import type { SharingStrategy } from './strategy.js';
 import { closeWitness, witnessFor } from './witness.js';
@@ -150,7 +150,9 @@ export function importStorage(handle: StorageHandle, fd: number | null, fdCarrie
         )
       );
     } finally {
-      if (fd !== null) addon.close(fd);
+      // Kept as the receive reserve, which the next receive closes first (NOTE [Receive
+      // reserve]): that receive then needs no probe.
+      if (fd !== null) giveReserve(fd);
     }
   }
   // The sender's identity hint finds a mapping this process has without an fstat; when it
