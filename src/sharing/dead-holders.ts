@@ -11,9 +11,10 @@
 // consumer killed before it recorded it, or in a socket closed everywhere) is in no slot: for
 // a memfd, the kernel tells when no descriptor the segment sent is left anywhere, and what the
 // live slots do not account for is then taken back (NOTE [Orphans in flight], in-flight.ts).
-// A named segment's messages carry no descriptor: one held by nothing but messages in flight
-// for IN_FLIGHT_ONLY_TICKS (a minute) is let go, which only gives up recycling it (its memory
-// stays while anything maps it, and its last holder frees it).
+// A named segment's messages carry a witness instead (NOTE [Witnesses of named segments]),
+// except those of processes that pass it on: one of those held by nothing but messages in
+// flight for IN_FLIGHT_ONLY_TICKS (a minute) is let go, which only gives up recycling it (its
+// memory stays while anything maps it, and its last holder frees it).
 //
 import { holders, reclaimSlots, SLOTS } from './segment-header.js';
 import { isAlive } from './liveness.js';

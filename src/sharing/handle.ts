@@ -5,9 +5,10 @@ import { addon } from '../native/index.js';
 import { Storage } from '../tensor/index.js';
 import { BadHandleError, TooManyFilesError } from '../errors.js';
 import { Lease, received, emptySegmentCaches, type Spare } from './allocator.js';
-import { closeKept, closeReserve, keepReceived, touchKept, warnForwardCopy, withReserve } from './descriptors.js';
+import { closeKept, closeReserve, giveReserve, keepReceived, touchKept, warnForwardCopy, withReserve } from './descriptors.js';
 import { Segment, fdIdentity, type FdIdentity } from './segment.js';
 import type { SharingStrategy } from './strategy.js';
+import { closeWitness, witnessFor } from './witness.js';
 
 export interface StorageHandle {
   readonly strategy: SharingStrategy;
@@ -28,7 +29,11 @@ export interface StorageHandle {
 
 export interface ExportedStorage {
   readonly handle: StorageHandle;
-  /** The descriptor to send with the message (still owned by the sender), or null. */
+  /**
+   * The descriptor to send with the message (still owned by the sender), or null: the memfd,
+   * or a named segment's witness (NOTE [Witnesses of named segments]), which receivers do not
+   * take: they close it once the whole message is decoded.
+   */
   readonly fd: number | null;
   readonly segment: Segment;
 }
@@ -43,6 +48,7 @@ export function emptyCache(): void {
   emptySegmentCaches();
   closeKept();
   closeReserve();
+  closeWitness();
 }
 
 // Shared storages of this process by identity (segment key, and the piece's offset when it
@@ -103,9 +109,15 @@ export function exportStorage(storage: Storage): ExportedStorage {
     segment = lease.segment;
   }
   remember(identity(segment.key, lease.offset), storage, segment);
+  const named = segment.strategy === 'file_system';
+  // Before the reference is added: a segment passed on is marked so first (NOTE [Witnesses of named segments]).
+  const fd = named ? witnessFor(segment) : segment.fd;
   segment.retain();
-  const name = segment.strategy === 'file_system' ? segment.name : segment.key;
-  return { handle: { strategy: segment.strategy, name, offset: lease.offset, nbytes: storage.nbytes }, fd: segment.fd, segment };
+  return {
+    handle: { strategy: segment.strategy, name: named ? segment.name : segment.key, offset: lease.offset, nbytes: storage.nbytes },
+    fd,
+    segment,
+  };
 }
 
 /** Undoes exportStorage() for a message that was not sent. */
@@ -124,17 +136,24 @@ export function importStorage(handle: StorageHandle, fd: number | null, fdCarrie
   const { strategy, name, offset, nbytes } = handle;
   const end = offset + nbytes; // checked safe integers (checkHandle)
   if (strategy === 'file_system') {
-    if (fd !== null) addon.close(fd);
-    if (typeof name !== 'string') throw new BadHandleError('A file_system handle arrived without a segment name.');
-    return (
-      importKnown(`fs:${name}`, offset, nbytes, null) ??
-      importNew(
-        withReserve(() => Segment.openName(name, end), isTooManyFiles),
-        offset,
-        nbytes,
-        null,
-      )
-    );
+    // `fd` is the message's witness (NOTE [Witnesses of named segments]): closed only once the
+    // reference is adopted or given back, whatever happens.
+    try {
+      if (typeof name !== 'string') throw new BadHandleError('A file_system handle arrived without a segment name.');
+      return (
+        importKnown(`fs:${name}`, offset, nbytes, null) ??
+        importNew(
+          withReserve(() => Segment.openName(name, end), isTooManyFiles),
+          offset,
+          nbytes,
+          null,
+        )
+      );
+    } finally {
+      // Kept as the receive reserve, which the next receive closes first (NOTE [Receive
+      // reserve]): that receive then needs no probe.
+      if (fd !== null) giveReserve(fd);
+    }
   }
   // The sender's identity hint finds a mapping this process has without an fstat; when it
   // finds none, the descriptor's real identity is looked up once more (a hint may be stale

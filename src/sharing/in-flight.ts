@@ -36,12 +36,14 @@
 // drops its reference before it closes a descriptor it does not keep (handle.ts), never the
 // other way. No cost per message: a probe costs three system calls once per segment that
 // stays busy over a tick with references unaccounted, and one per tick while it stays so.
-// Known gaps: file_system messages carry a name, no descriptor, so their segments still wait
-// for the one-minute rule (issue 25 names what that needs: a witness per channel); a holder
+// Named segments (file_system) are sent by name, without a descriptor of their own: their
+// messages carry a witness instead (NOTE [Witnesses of named segments], witness.ts), which
+// stands in for steps 1-2; step 3 is the same. Known gap: a holder
 // stopped (SIGSTOP) for two ticks between the two steps of a release makes step 3 take one
 // reference too many.
 import type { CacheEntry } from './cache-entry.js';
 import type { SpareLike } from './segment.js';
+import { namedInFlightGone } from './witness.js';
 
 /** What step 3 saw at the last tick, per busy entry: `total * 2^21 + slots` (both under 2^21 in practice). */
 const seen = new WeakMap<object, number>();
@@ -52,8 +54,9 @@ const seen = new WeakMap<object, number>();
  */
 export function settleInFlight(entry: CacheEntry<SpareLike>, refs: number, inSlots: number): number {
   const seg = entry.segment;
-  if (!seg.probing && !seg.startProbe()) return 0;
-  if (seg.sentDescriptorOpen()) {
+  const named = seg.name !== null;
+  if (!named && !seg.probing && !seg.startProbe()) return 0;
+  if (named ? !namedInFlightGone(seg) : seg.sentDescriptorOpen()) {
     seen.delete(entry);
     return 0;
   }

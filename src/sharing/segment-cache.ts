@@ -24,6 +24,7 @@ import { Segment, type SpareLike } from './segment.js';
 import { sizeClass } from './size-class.js';
 import { debug, debugEnabled } from '../debug.js';
 import { reclaimDeadHolders } from './dead-holders.js';
+import { witnessIdle } from './witness.js';
 import { dropEntry, type CacheEntry } from './cache-entry.js';
 import { shedDescriptors } from './descriptors.js';
 import { SegmentWaits } from './segment-wait.js';
@@ -200,6 +201,8 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
       // references itself) reach the free lists, and their decay, without waiting for a request.
       this.#promoteBusy();
     }
+    // NOTE [Witnesses of named segments]: no descriptor kept for it while nothing is to settle.
+    if (!this.#busy.some((e) => e.segment.name !== null)) witnessIdle();
     if (this.#freeCount === 0) return;
     for (const byClass of Object.values(this.#free)) {
       for (const [cls, list] of byClass) {

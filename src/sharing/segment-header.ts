@@ -8,7 +8,9 @@
 //   0 magic · 1 version · 2 total references · 3 creator pid · 4-5 capacity (lo, hi)
 //   6 creator waiting for the total to fall (NOTE [Waiting for a segment], segment-wait.ts)
 //   7 slots in use: no slot at or past it was ever claimed (0: not kept, by an older writer)
-//   8-15 reserved · 16.. SLOTS slots of two words (pid, count).
+//   8 passed on by a process other than its owner since it was last free (named segments:
+//     NOTE [Witnesses of named segments], witness.ts) · 9-15 reserved
+//   16.. SLOTS slots of two words (pid, count).
 // `total` is what NOTE [Segment lifetime] counts: holds by processes plus messages in
 // flight. A process's hold is *also* recorded in its own slot (found by pid, claimed by a
 // compare-and-swap of pid 0 -> mypid), so that when a process dies holding references, the
@@ -52,7 +54,8 @@ export const W_MAGIC = 0,
   W_CAP_LO = 4,
   W_CAP_HI = 5,
   W_WAITING = 6,
-  W_SLOTS_USED = 7;
+  W_SLOTS_USED = 7,
+  W_UNWITNESSED = 8;
 const W_SLOTS = 16;
 export const SLOTS = (HEADER_BYTES / 4 - W_SLOTS) / 2;
 const RECLAIMING = -1;

@@ -28,7 +28,7 @@ import { addon, systemError, type NativeMapping } from '../native/index.js';
 import { BadHandleError } from '../errors.js';
 import type { SharingStrategy } from './strategy.js';
 import { checkRoom } from './room.js';
-import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, initHeader, claimSlot, wakeCreator } from './segment-header.js';
+import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_UNWITNESSED, W_WAITING, initHeader, claimSlot, wakeCreator } from './segment-header.js';
 import { managerClient } from './manager/client.js';
 import { debug } from '../debug.js';
 import { ensureMappingRoom, noteSegmentMapped, noteSegmentUnmapped } from './mappings.js';
@@ -100,6 +100,12 @@ export class Segment {
   #probeAt = PROBE_BASE;
   /** The descriptor sent is not the one this process's mapping was made from. */
   #probeable = false;
+  /**
+   * Managed by witness.ts (NOTE [Witnesses of named segments]): the first and last witness
+   * epochs this owned named segment was sent in since it was last free; -1: none.
+   */
+  sentFirst = -1;
+  sentLast = -1;
 
   private constructor(
     strategy: SharingStrategy,
@@ -356,11 +362,14 @@ export class Segment {
   }
 
   /**
-   * Ends probing (the segment came back): the probe's descriptor, which holds no lock, is
+   * The segment came back free. Ends probing: the probe's descriptor, which holds no lock, is
    * the one sent from now on; the next probe locks another byte, so that a descriptor of the
    * old one still open somewhere (a receiver's reserve) does not hide the new one's end.
    */
   endProbe(): void {
+    // NOTE [Witnesses of named segments]: free again, nothing of it is in flight.
+    if (this.sentFirst >= 0) this.sentFirst = this.sentLast = -1;
+    if (this.name !== null && Atomics.load(this.header, W_UNWITNESSED) !== 0) Atomics.store(this.header, W_UNWITNESSED, 0);
     if (this.#probe === null) return;
     this.#fd = this.#probe;
     this.#probe = null;

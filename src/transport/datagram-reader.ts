@@ -90,7 +90,7 @@ export class DatagramReader {
           (taken
             ? 'A message with more descriptors than this process had room for arrived, and was lost. '
             : 'Nothing was taken: the message waits for a later receive. ') +
-          "Close descriptors (files, sockets, tensors you hold), raise the limit (ulimit -n), or use setSharingStrategy('file_system'), whose messages carry none.",
+          "Close descriptors (files, sockets, tensors you hold), raise the limit (ulimit -n), or use setSharingStrategy('file_system'), whose receivers keep none (its messages carry one at most, closed once received).",
         err,
       );
     }

@@ -85,6 +85,7 @@ function writeTable(): Frame | null {
     }
   };
   const fds: number[] = [];
+  let witness: number | null = null;
   try {
     outView.setUint16(at, n, true);
     at += 2;
@@ -95,10 +96,14 @@ function writeTable(): Frame | null {
       if (name !== null && name.length > 255) throw GIVE_UP;
       out[at] = STRATEGY_CODE[x.handle.strategy];
       out[at + 1] = name === null ? 0 : name.length;
-      outView.setUint16(at + 2, x.fd === null ? NO_FD : fds.length, true);
+      // A named segment's descriptor is the message's witness: sent once, referred to by no
+      // entry (NOTE [Witnesses of named segments]).
+      const fd = x.handle.strategy === 'file_system' ? null : x.fd;
+      if (fd === null && x.fd !== null) witness = x.fd;
+      outView.setUint16(at + 2, fd === null ? NO_FD : fds.length, true);
       outView.setFloat64(at + 4, x.handle.nbytes, true);
       outView.setUint32(at + 12, x.handle.offset, true); // 0, or a piece's in a 64 KiB slab
-      if (x.fd !== null) fds.push(x.fd);
+      if (fd !== null) fds.push(fd);
       at += ENTRY;
       if (name !== null) at += outText.latin1Write(name, at, name.length);
     }
@@ -107,6 +112,7 @@ function writeTable(): Frame | null {
     if (e === GIVE_UP) return null;
     throw e;
   }
+  if (witness !== null) fds.push(witness);
   return finish(Int32Array.from(fds), undo);
 }
 

@@ -29,7 +29,9 @@ export function spill(inner: Uint8Array, reducer: Reducer): Frame {
   view.setUint32(4, inner.length, true);
   view.setFloat64(8, handle.nbytes, true);
   const end = name === null ? 16 : 16 + text.latin1Write(name, 16, header.length - 16);
-  const fds = fd === null ? reducer.fdList : [...reducer.fdList, fd];
+  // A named segment's fd is the message's witness, which the table may carry already (NOTE
+  // [Witnesses of named segments]); a memfd's goes last, where openSpill() takes it.
+  const fds = fd === null || (handle.strategy === 'file_system' && reducer.fdList.includes(fd)) ? reducer.fdList : [...reducer.fdList, fd];
   return { bytes: header.subarray(0, end), fds: Int32Array.from(fds), abandon: () => reducer.abandon() };
 }
 

@@ -39,7 +39,7 @@ import { Prng } from './prng.js';
 //    drains the rest (every message once, but the one a consumer had in its hands), and after
 //    a few housekeeping passes none of its segments may stay busy (NOTE [Orphans in flight]:
 //    a reference taken in flight by a consumer that died before recording it in its slot).
-//    file_descriptor only: file_system's messages carry no descriptor to witness them.
+//    Both strategies (file_system: NOTE [Witnesses of named segments]).
 //  - other-uid: a peer of another user (uid 65534, root only) can neither open nor remove our
 //    segments, nor open our descriptors through /proc, nor reach our manager; files it makes
 //    under the names of a child of ours survive that child's SIGKILL (trial-other-uid.ts).
@@ -132,9 +132,8 @@ export function planTrial(kind: Kind, seed: number): Params {
     case 'bad-input':
       return { ...base, deadlineS: 120 };
     case 'kill-receivers':
-      // file_descriptor only until file_system's messages have a witness (NOTE [Orphans in
-      // flight]); test/queue/killed-receivers.test.ts keeps file_system's storm as todo.
-      return { ...base, strategy: 'file_descriptor', maxsize: 0, delayMs: r.int(0, big ? 150 : 60), count: big ? 24 : 300, deadlineS: 60 };
+      // Both strategies: file_system's messages carry a witness (NOTE [Witnesses of named segments]).
+      return { ...base, maxsize: 0, delayMs: r.int(0, big ? 150 : 60), count: big ? 24 : 300, deadlineS: 60 };
     case 'low-fd-consumer':
       return { ...base, bytes: KIB, count: 400, deadlineS: 60 };
     case 'other-uid':
