@@ -9,6 +9,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tp::InitPeer(env, exports);
   tp::InitTransport(env, exports);
   tp::InitFill(env, exports);
+  tp::InitCuda(env, exports);
   return exports;
 }
 

@@ -42,5 +42,6 @@ void InitProcess(Napi::Env env, Napi::Object exports);
 void InitPeer(Napi::Env env, Napi::Object exports);
 void InitTransport(Napi::Env env, Napi::Object exports);
 void InitFill(Napi::Env env, Napi::Object exports);
+void InitCuda(Napi::Env env, Napi::Object exports);
 
 }  // namespace tp

@@ -88,7 +88,8 @@ export function checkMessage(value: unknown, path = ''): void {
 
 /** A tensor that travels in a TENSOR frame of its own (NOTE [Frames]). */
 function isLoneTensor(value: unknown): value is Tensor {
-  return value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor;
+  // A CUDA tensor travels as a message (its storage's reduction: NOTE [CUDA chunk lifetime]).
+  return value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor && value.storage.device === 'cpu';
 }
 
 // Names are ASCII (segment names, `fd:<dev>:<ino>` keys): one native call writes or reads one.

@@ -215,7 +215,7 @@ function writePlainObject(o: Record<string, unknown>, depth: number): boolean {
 function writeTensor(t: Tensor): boolean {
   const ndim = t.shape.length;
   // A released tensor: the VALUE path refuses it with its own error.
-  if (ndim > MAX_NDIM || t.storage.isReleased()) return false;
+  if (ndim > MAX_NDIM || t.storage.isReleased() || t.storage.device !== 'cpu') return false; // CUDA: the table's reduction
   let index = storages.indexOf(t.storage);
   if (index < 0) {
     // The VALUE path keeps one descriptor for a spill, and refuses more, with its own error.
