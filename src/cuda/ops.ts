@@ -29,6 +29,7 @@ function segmentOf(b: PinnableBacking): Segment {
 }
 
 setDeviceOps({
+  require: requireCuda,
   parse: parseCudaDevice,
   allocate(index: number, nbytes: number): DeviceBacking {
     requireCuda('A CUDA tensor');

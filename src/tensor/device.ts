@@ -24,6 +24,8 @@ export interface PinnableBacking {
 }
 
 export interface DeviceOps {
+  /** Throws CudaUnavailableError naming the reason unless CUDA is usable. */
+  require(what: string): void;
   /** 'cpu' or 'cuda:N' for a device argument ('cuda' is 'cuda:0'); throws on a bad or absent device. */
   parse(device: unknown): Device;
   allocate(index: number, nbytes: number): DeviceBacking;

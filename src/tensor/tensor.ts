@@ -343,7 +343,8 @@ export class Tensor {
   pinMemory(): this {
     checkArgCount('Tensor.pinMemory()', arguments, 0);
     if (this.device !== 'cpu') throw new InvalidArgumentError(`pinMemory() pins CPU memory; this tensor is on ${this.device}.`);
-    const ops = deviceOps(); // CudaUnavailableError first: nothing moves without a driver
+    const ops = deviceOps();
+    ops.require('pinMemory()'); // first: nothing moves into shared memory without a driver
     this.storage.shareMemory();
     ops.pin(this.storage.backing!);
     return this;
