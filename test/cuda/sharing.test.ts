@@ -96,6 +96,24 @@ describe('CUDA tensors', { skip }, () => {
     assert.equal(mp.cuda.stats().pinnedRanges, before);
   });
 
+  test('DataLoader pinMemory: batches from workers arrive pinned, and copy to the device', async () => {
+    const loader = new mp.DataLoader(
+      { module: new URL('./fixtures/dataset.js', import.meta.url), export: 'ramp', args: [8] },
+      { batchSize: 4, numWorkers: 1, pinMemory: true },
+    );
+    const sums: number[] = [];
+    for await (const b of loader) {
+      const batch = b as mp.Tensor;
+      assert.equal(batch.isPinned(), true);
+      const d = await batch.cuda();
+      sums.push(((await d.cpu()).toArray() as number[][]).flat().reduce((a, x) => a + x, 0));
+      d.release();
+      batch.release();
+    }
+    await loader.close();
+    assert.deepEqual(sums, [12, 44]);
+  });
+
   for (const strategy of ['file_descriptor', 'file_system'] as const) {
     test(`${strategy}: writes seen both ways; the consumer's release returns the chunk to the producer's cache`, async () => {
       mp.setSharingStrategy(strategy);
