@@ -5,6 +5,8 @@ import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { REAL, useDriver, cudaSkip } from './driver.js';
 import * as mp from '../../src/index.js';
+import { addon } from '../../src/native/index.js';
+import { importChunk } from '../../src/cuda/index.js';
 import { checkLeaks, openFds } from '../helpers/leaks.js';
 
 useDriver();
@@ -206,6 +208,29 @@ describe('CUDA tensors', { skip }, () => {
     assert.equal(await first(t), 5);
     t.release();
     done.close();
+  });
+
+  test('Pool tasks and results carry CUDA tensors both ways', async () => {
+    const tasks = new URL('./fixtures/tasks.js', import.meta.url);
+    const t = mp.zeros([256], { device: 'cuda' });
+    {
+      await using pool = new mp.Pool({ processes: 1 });
+      const [back] = await pool.map<mp.Tensor>({ module: tasks, export: 'fillAndReturn' }, [t]);
+      assert.equal(await first(t), 3, "the worker's fill is in the parent's tensor");
+      assert.equal(back!.device, 'cuda:0');
+      back!.release();
+      const made = await pool.map<mp.Tensor>({ module: tasks, export: 'makeOnDevice' }, [4, 8]);
+      assert.deepEqual(await Promise.all(made.map(first)), [4, 8]);
+      for (const m of made) m.release();
+    }
+    t.release();
+  });
+
+  test('hostile CUDA entries are coded errors and leave no descriptor', () => {
+    const [a, b] = addon.socketpair();
+    assert.throws(() => importChunk(a, b, 0, 16, 2 ** 21), { name: 'BadHandleError', code: 'ERR_TP_BAD_HANDLE' });
+    const [c, d] = addon.socketpair();
+    assert.throws(() => importChunk(c, d, 2 ** 21, 16, 2 ** 21), { code: 'ERR_TP_BAD_HANDLE' });
   });
 
   test('1,000 round trips: chunks, mappings and descriptors back to where they started', async () => {
