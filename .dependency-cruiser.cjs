@@ -7,6 +7,7 @@ const FLOORS = [
   ['native/'],
   ['tensor/'],
   ['sharing/'],
+  ['cuda/'],
   ['transport/', 'manager/'],
   ['process/', 'queue/', 'sync/'],
   ['workers/'],

@@ -10,6 +10,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tp::InitTransport(env, exports);
   tp::InitFill(env, exports);
   tp::InitFileMap(env, exports);
+  tp::InitCuda(env, exports);
   return exports;
 }
 

@@ -43,5 +43,6 @@ void InitPeer(Napi::Env env, Napi::Object exports);
 void InitTransport(Napi::Env env, Napi::Object exports);
 void InitFill(Napi::Env env, Napi::Object exports);
 void InitFileMap(Napi::Env env, Napi::Object exports);
+void InitCuda(Napi::Env env, Napi::Object exports);
 
 }  // namespace tp

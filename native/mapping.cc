@@ -23,8 +23,15 @@ static void StructRelease(Mapping* m) {
   if (m->lives.fetch_sub(1, std::memory_order_acq_rel) == 1) delete m;
 }
 
+void (*g_unpinHook)(void* addr, size_t size) = nullptr;
+
+void MappingUnpin(Mapping* m) {
+  if (m->pinned.exchange(false) && g_unpinHook != nullptr) g_unpinHook(m->addr, m->size);
+}
+
 void MappingRelease(Mapping* m) {
   if (m->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    MappingUnpin(m);  // NOTE [Pinned segments]
     munmap(m->addr, m->size);
     g_unmaps.fetch_add(1, std::memory_order_relaxed);
     StructRelease(m);
@@ -59,7 +66,7 @@ Napi::Value Map(const Napi::CallbackInfo& info) {
   void* addr = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
   if (addr == MAP_FAILED) { ThrowErrno(info.Env(), errno, "mmap"); return info.Env().Undefined(); }
   g_maps.fetch_add(1, std::memory_order_relaxed);
-  Mapping* m = new Mapping{addr, static_cast<size_t>(size), {1}, {2}, false};
+  Mapping* m = new Mapping{addr, static_cast<size_t>(size), {1}, {2}, false, {false}};
   return Napi::External<Mapping>::New(info.Env(), m, [](Napi::Env, Mapping* mm) {
     DropHandle(mm);
     StructRelease(mm);
@@ -136,6 +143,7 @@ Napi::Value Evict(const Napi::CallbackInfo& info) {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t k = (static_cast<size_t>(keep) + page - 1) / page * page;
   if (k > m->size) k = m->size;
+  MappingUnpin(m);  // the range changes under it: NOTE [Pinned segments]
   if (k > 0 && mmap(m->addr, k, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
     return Napi::Boolean::New(info.Env(), false);
   }

@@ -73,6 +73,23 @@ export const ENV = {
     default: null,
     meaning: 'Load the native addon from this path (a build of your own), and only from there.',
   },
+  TENSORPROC_CUDA_LIBRARY: {
+    default: null,
+    meaning: 'Load the CUDA driver from this path instead of libcuda.so.1 (the tests point it at a stand-in).',
+  },
+  TENSORPROC_CUDA_CACHE_BYTES: {
+    default: 2147483648,
+    meaning: 'Free device memory each process keeps cached per device for reuse (bytes); past it the oldest is given back.',
+  },
+  TENSORPROC_CUDA_BUSY: {
+    default: 256,
+    meaning:
+      'Device allocations the owner follows while other processes still hold them; past it the oldest is let go (the holders keep it alive).',
+  },
+  TENSORPROC_REQUIRE_CUDA: {
+    default: null,
+    meaning: 'Tests only: when 1, a CUDA test that would be skipped for want of a driver fails instead (the device script sets it).',
+  },
   TENSORPROC_SPAWN_PARENT_PID: {
     default: null,
     meaning: "Internal: a process child's parent pid, for its check after PR_SET_PDEATHSIG. Set by tensorproc.",

@@ -44,6 +44,57 @@ export class ReleasedError extends Error {
   override name = 'ReleasedError';
 }
 
+// --- CUDA ------------------------------------------------------------------------------
+/** No usable CUDA driver or device in this process; the message names the reason (mp.cuda.unavailableReason()). */
+export class CudaUnavailableError extends Error {
+  readonly code = 'ERR_TP_CUDA_UNAVAILABLE';
+  override name = 'CudaUnavailableError';
+}
+/** A CUDA driver call failed: `cuResult` (the CUresult), `cuName` (its name) and `call` say which. */
+export class CudaDriverError extends Error {
+  readonly code: string = 'ERR_TP_CUDA_DRIVER';
+  override name = 'CudaDriverError';
+  readonly cuResult: number;
+  readonly cuName: string;
+  readonly call: string;
+  constructor(message: string, cause: { cuResult?: number; code?: string; call?: string }) {
+    super(message, { cause });
+    this.cuResult = cause.cuResult ?? 0;
+    this.cuName = cause.code ?? 'CUDA_ERROR_UNKNOWN';
+    this.call = cause.call ?? 'unknown';
+  }
+}
+/** The device is out of memory (after tensorproc gave back its cached device memory once). */
+export class CudaOutOfMemoryError extends CudaDriverError {
+  override readonly code = 'ERR_TP_CUDA_OUT_OF_MEMORY';
+  override name = 'CudaOutOfMemoryError';
+}
+/** A device cannot share its memory with other processes (no virtual-memory management or POSIX descriptor handles). */
+export class CudaIpcUnsupportedError extends Error {
+  readonly code = 'ERR_TP_CUDA_IPC_UNSUPPORTED';
+  override name = 'CudaIpcUnsupportedError';
+}
+/** Host element access (data, get, set, toArray) on a tensor whose elements are on a CUDA device. */
+export class CudaHostAccessError extends Error {
+  readonly code = 'ERR_TP_CUDA_HOST_ACCESS';
+  override name = 'CudaHostAccessError';
+}
+/** An operation mixing tensors of different devices (copy() of a CUDA tensor into a CPU one...). */
+export class DeviceMismatchError extends Error {
+  readonly code = 'ERR_TP_DEVICE_MISMATCH';
+  override name = 'DeviceMismatchError';
+}
+/** A received CUDA tensor's device (by UUID) is not visible in this process (CUDA_VISIBLE_DEVICES). */
+export class CudaDeviceNotVisibleError extends Error {
+  readonly code = 'ERR_TP_CUDA_DEVICE_NOT_VISIBLE';
+  override name = 'CudaDeviceNotVisibleError';
+}
+/** A received CUDA tensor cannot be passed on (the driver refused to export it again): send a clone(). */
+export class CudaNotForwardableError extends Error {
+  readonly code = 'ERR_TP_CUDA_NOT_FORWARDABLE';
+  override name = 'CudaNotForwardableError';
+}
+
 // --- shared memory and the system -------------------------------------------------------
 /** A system call failed. `errno` (negative, as in Node), `syscall` and `errnoName` say which. */
 export class TensorprocSystemError extends Error {

@@ -86,7 +86,62 @@ export async function doctor(): Promise<Check[]> {
       return 'none';
     }),
   );
+  checks.push(...(await cudaChecks(addon)));
   return [...checks, ...machineChecks()];
+}
+
+/**
+ * The CUDA driver, its devices and a round of what tensorproc does with them (allocate,
+ * export, import, fill, copy back, pin a shared segment). No driver is not a failure: the
+ * report says why CUDA is unavailable (mp.cuda.unavailableReason()).
+ */
+async function cudaChecks(addon: typeof import('../native/index.js').addon): Promise<Check[]> {
+  const { cuda } = await import('../cuda/index.js');
+  const st = cuda.status();
+  const out: Check[] = [
+    tryCall('cuda driver', () => (st.available ? `CUDA ${st.driverVersion} (${st.library})` : `unavailable: ${st.reason}`)),
+  ];
+  if (!st.available) return out;
+  out.push(
+    tryCall('cuda devices', () =>
+      st.devices
+        .map(
+          (d) =>
+            `cuda:${d.index} ${d.name}, ${gib(d.totalBytes)}, ${d.canShare ? `shares (granularity ${mib(d.granularity)})` : 'cannot share (no VMM / POSIX descriptors)'}`,
+        )
+        .join('; '),
+    ),
+    tryCall('cuda sharing', () => {
+      const d = st.devices.find((x) => x.canShare);
+      if (d === undefined) throw new Warning('no device can share memory between processes: CUDA tensors work, but cannot travel');
+      const g = d.granularity;
+      const [h, p] = addon.cudaChunkCreate(d.index, g);
+      let fd = -1;
+      let imported: [bigint, bigint] | null = null;
+      try {
+        fd = addon.cudaChunkExport(d.index, h);
+        imported = addon.cudaChunkImport(d.index, fd, g);
+        addon.cudaMemset(d.index, p, 4, 4, 0x3f800000, 0);
+        const back = new ArrayBuffer(16);
+        addon.cudaCopyDtoH(d.index, back, 0, imported[1], 16);
+        if (new Float32Array(back)[3] !== 1) throw new Error('an imported allocation does not show the exporter’s write');
+      } finally {
+        if (imported !== null) addon.cudaChunkDrop(d.index, imported[0], imported[1], g);
+        if (fd >= 0) addon.close(fd);
+        addon.cudaChunkDrop(d.index, h, p, g);
+      }
+      const mfd = addon.memfdCreate('tensorproc-doctor', 1 << 20);
+      const m = addon.map(mfd, 1 << 20);
+      addon.close(mfd);
+      try {
+        addon.cudaPin(m);
+      } finally {
+        addon.unmap(m);
+      }
+      return `cuda:${d.index}: export, import, fill, copy back and pinning a shared segment work`;
+    }),
+  );
+  return out;
 }
 
 /** What the machine gives, whatever the addon does. */

@@ -16,6 +16,7 @@ import { Epoch, STATE_FORMAT, checkState, forever, samplerGenerators, type DataL
 import type { FetchRequest } from './fetch.js';
 import type { Generator } from './generator.js';
 import { loadInProcess } from './in-process.js';
+import { pinBatch } from './pin.js';
 import { checkKind, parseOptions, type DataLoaderOptions, type Settings } from './options.js';
 import { disposable } from './release.js';
 import { BatchSampler, RandomSampler, SequentialSampler } from './sampler.js';
@@ -147,7 +148,8 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       const { dataset, kind } = this.#built!;
       const epoch = this.#beginEpoch(kind);
       // Only default collate's batches are made for the step (defaultConvert's samples may be the dataset's own).
-      const wrap = s.collate === undefined && s.batchSize !== null ? disposable : (b: unknown) => b;
+      const plain = s.collate === undefined && s.batchSize !== null ? disposable : (b: unknown) => b;
+      const wrap = s.pinMemory ? (b: unknown) => plain(pinBatch(b)) : plain;
       if (s.numWorkers === 0) {
         yield* loadInProcess(epoch, dataset, kind, s, wrap, () => this.#endEpoch(epoch), this.#stats);
       } else {

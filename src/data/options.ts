@@ -57,6 +57,8 @@ export interface DataLoaderOptions {
    * views of one big tensor) must not set it. Needs default collate and batchSize set.
    */
   releaseSamples?: boolean;
+  /** Page-lock each batch's CPU tensors in place, for fast copies to a CUDA device (src/data/pin.ts); warns once without CUDA. */
+  pinMemory?: boolean;
 }
 
 export interface Settings {
@@ -76,6 +78,7 @@ export interface Settings {
   maxWorkerRestarts: number;
   startMethod: StartMethod;
   releaseSamples: boolean;
+  pinMemory: boolean;
 }
 
 const KNOWN = new Set([
@@ -96,6 +99,7 @@ const KNOWN = new Set([
   'maxWorkerRestarts',
   'startMethod',
   'releaseSamples',
+  'pinMemory',
 ]);
 
 function bool(o: DataLoaderOptions, key: keyof DataLoaderOptions, dflt: boolean): boolean {
@@ -193,6 +197,7 @@ export function parseOptions(options: DataLoaderOptions | undefined): Settings {
     maxWorkerRestarts: count(o, 'maxWorkerRestarts', 0, 0),
     startMethod,
     releaseSamples,
+    pinMemory: bool(o, 'pinMemory', false),
   };
 }
 

@@ -107,6 +107,38 @@ export interface Addon {
   // fill.cc
   /** Fills every byte of `target` with `pattern` (16 bytes, repeated) by streaming stores. */
   streamFill(target: ArrayBufferView, pattern: Uint8Array): void;
+
+  // cuda.cc (NOTE [Reaching the driver]): every call but cudaLoad/cudaStats needs a loaded driver.
+  /** Loads the driver once per process (later calls return the first result); never throws. */
+  cudaLoad(path?: string): { ok: boolean; reason: string; driverVersion: number; devices: number; library: string };
+  cudaDevice(index: number): {
+    name: string;
+    uuid: string;
+    totalBytes: number;
+    vmm: boolean;
+    posixFd: boolean;
+    computeMode: number;
+    granularity: number;
+  };
+  /** [free, total] bytes of device memory. */
+  cudaMemGetInfo(index: number): [number, number];
+  /** [handle, devicePointer] of a new exportable allocation, mapped; bytes a multiple of the granularity. */
+  cudaChunkCreate(index: number, bytes: number): [bigint, bigint];
+  /** A new descriptor (close-on-exec) for the allocation, the caller's. */
+  cudaChunkExport(index: number, handle: bigint): number;
+  /** [handle, devicePointer] of an imported allocation, mapped; the descriptor stays the caller's. */
+  cudaChunkImport(index: number, fd: number, bytes: number): [bigint, bigint];
+  /** Synchronizes, unmaps, frees the reservation, releases the handle. */
+  cudaChunkDrop(index: number, handle: bigint, ptr: bigint, bytes: number): void;
+  cudaMemset(index: number, ptr: bigint, count: number, width: number, lo: number, hi: number): void;
+  cudaCopyHtoD(index: number, dst: bigint, host: ArrayBufferLike, hostOffset: number, n: number): void;
+  cudaCopyDtoH(index: number, host: ArrayBufferLike, hostOffset: number, src: bigint, n: number): void;
+  cudaCopyDtoD(index: number, dst: bigint, src: bigint, n: number): void;
+  cudaSynchronize(index: number): void;
+  /** Registers the whole mapping with the driver (page-locked); false if it already was. */
+  cudaPin(m: NativeMapping): boolean;
+  cudaIsPinned(m: NativeMapping): boolean;
+  cudaStats(): { pinnedBytes: number; pinnedRanges: number; chunks: number };
 }
 
 export type FutexResult = 'ok' | 'timed-out' | 'not-equal';

@@ -12,3 +12,6 @@ export { slabs } from './allocator.js';
 export { PACK_BYTES, SLAB_BYTES, PIECE_ALIGN } from './packing.js';
 export { memoryStats } from './memory-stats.js';
 export type { MemoryStats, SegmentCount } from './memory-stats.js';
+export { holders, reclaimSlots } from './segment-header.js';
+export { isAlive } from './liveness.js';
+export { fdIdentity } from './segment.js';

@@ -5,20 +5,23 @@ import { writeScalar } from './elements.js';
 import { checkShape, numelOf, describe, MAX_DIMS } from './shape.js';
 import { Storage } from './storage.js';
 import { Tensor } from './tensor.js';
+import { type Device, deviceIndex, parseDevice } from './device.js';
 
 export interface TensorOptions {
   dtype?: DType;
   /** Allocate in shared memory directly (from the per-process segment cache). */
   shared?: boolean;
+  /** 'cpu' (the default), or 'cuda' / 'cuda:N': the tensor's elements on that CUDA device. */
+  device?: Device | 'cuda';
 }
 
-function options(opts: unknown): { info: DTypeInfo; shared: boolean } {
-  if (opts === undefined) return { info: dtypeInfo('float32'), shared: false };
+function options(opts: unknown): { info: DTypeInfo; shared: boolean; device: Device } {
+  if (opts === undefined) return { info: dtypeInfo('float32'), shared: false, device: 'cpu' };
   if (opts === null || typeof opts !== 'object') throw new InvalidArgumentError(`options must be an object, got ${describe(opts)}.`);
   let o: TensorOptions;
   try {
     // Read once: a revoked Proxy (or throwing getters) as the options is the caller's error, ours to name.
-    o = { dtype: (opts as TensorOptions).dtype, shared: (opts as TensorOptions).shared };
+    o = { dtype: (opts as TensorOptions).dtype, shared: (opts as TensorOptions).shared, device: (opts as TensorOptions).device };
   } catch (e) {
     throw new InvalidArgumentError(
       `options could not be read (${(e as Error)?.message ?? String(e)}): pass a plain object such as { dtype: 'float32' }.`,
@@ -27,7 +30,8 @@ function options(opts: unknown): { info: DTypeInfo; shared: boolean } {
   }
   if (o.shared !== undefined && typeof o.shared !== 'boolean')
     throw new InvalidArgumentError(`shared must be true or false, got ${describe(o.shared)}.`);
-  return { info: dtypeInfo(o.dtype === undefined ? 'float32' : o.dtype), shared: o.shared === true };
+  const info = dtypeInfo(o.dtype === undefined ? 'float32' : o.dtype);
+  return { info, shared: o.shared === true, device: parseDevice(o.device) };
 }
 
 /**
@@ -40,9 +44,13 @@ export function empty(shape: readonly number[] | number, opts?: TensorOptions): 
 }
 
 function make(shape: readonly number[] | number, opts: TensorOptions | undefined, zero: boolean): Tensor {
-  const { info, shared } = options(opts);
+  const { info, shared, device } = options(opts);
   const dims = checkShape(shape);
   const nbytes = numelOf(dims, info.itemsize) * info.itemsize;
+  if (device !== 'cpu') {
+    const t = new Tensor(Storage.onDevice(deviceIndex(device), nbytes), info, dims);
+    return zero ? t.fill(0) : t;
+  }
   return new Tensor(Storage.allocate(nbytes, shared, zero), info, dims);
 }
 
@@ -50,7 +58,7 @@ export function zeros(shape: readonly number[] | number, opts?: TensorOptions): 
   const t = make(shape, opts, true);
   // Private memory is allocated zeroed (calloc), and so is a segment just made; a recycled one is not.
   // fill() streams a large one (NOTE [Streaming fill]).
-  if (t.isShared() && t.storage.backing?.zeroed !== true) t.fill(0);
+  if (t.device === 'cpu' && t.isShared() && t.storage.backing?.zeroed !== true) t.fill(0);
   return t;
 }
 

@@ -14,8 +14,9 @@
 // method checks the storage first), so it is kept and reused with the segment: a recycled
 // allocation then costs no native call at all.
 import { constants as bufferConstants } from 'node:buffer';
-import { InvalidShapeError, ReleasedError } from '../errors.js';
+import { CudaHostAccessError, InvalidShapeError, ReleasedError } from '../errors.js';
 import { addon } from '../native/index.js';
+import { type Device, type DeviceBacking, deviceOps } from './device.js';
 
 // NOTE [Uninitialized private memory]
 // `new ArrayBuffer(n)` is calloc: glibc zeroes every chunk it hands out from a heap that
@@ -54,8 +55,24 @@ function allocateShared(nbytes: number): SharedBacking {
   return sharedAllocator(nbytes);
 }
 
+// NOTE [Device storages]
+// A CUDA storage has no host buffer: its bytes are device memory that src/cuda leases from a
+// chunk (DeviceBacking). Every host access (`buffer`, `internalBuffer`, hence data, get, set,
+// toArray) is CudaHostAccessError naming `await t.to('cpu')`; views, release() and travel
+// work as for a shared CPU storage. The collector gives a forgotten one back (the finalizer
+// below), as it does a shared lease (NOTE [Lease buffers and the finalizer]).
+const NO_BYTES = new ArrayBuffer(0);
+const deviceFinalizer = new FinalizationRegistry<DeviceBacking>((b) => {
+  try {
+    b.release();
+  } catch {
+    // a finalizer must not throw; the device memory stays with its chunk
+  }
+});
+
 export class Storage {
   readonly nbytes: number;
+  #device: DeviceBacking | null = null;
   #buffer: ArrayBufferLike | null;
   #byteOffset: number;
   #backing: SharedBacking | null;
@@ -91,6 +108,30 @@ export class Storage {
     return storage;
   }
 
+  /** A new storage of `nbytes` on CUDA device `index` (contents unspecified). */
+  static onDevice(index: number, nbytes: number): Storage {
+    return Storage.fromDevice(deviceOps().allocate(index, nbytes), nbytes);
+  }
+
+  /** Wraps a lease on device memory (src/cuda, when a CUDA storage is made or arrives). */
+  static fromDevice(backing: DeviceBacking, nbytes: number): Storage {
+    const s = new Storage(NO_BYTES, 0, nbytes, null);
+    s.#device = backing;
+    deviceFinalizer.register(s, backing, s);
+    return s;
+  }
+
+  /** 'cpu', or the CUDA device this storage's bytes are on. */
+  get device(): Device {
+    return this.#device === null ? 'cpu' : this.#device.device;
+  }
+
+  /** The device lease behind a CUDA storage, or null for a CPU one. Throws ERR_TP_RELEASED after release(). */
+  get deviceBacking(): DeviceBacking | null {
+    if (this.#buffer === null) throw released();
+    return this.#device;
+  }
+
   /** Wraps existing memory without a copy. */
   static wrap(buffer: ArrayBufferLike, byteOffset: number, nbytes: number): Storage {
     return new Storage(buffer, byteOffset, nbytes, null);
@@ -104,6 +145,7 @@ export class Storage {
   /** The buffer and offset of the bytes; throws ERR_TP_RELEASED after release(). */
   get buffer(): ArrayBufferLike {
     if (this.#buffer === null) throw released();
+    if (this.#device !== null) throw hostAccess(this.#device.device);
     this.#escaped = true;
     return this.#buffer;
   }
@@ -114,6 +156,7 @@ export class Storage {
    */
   get internalBuffer(): ArrayBufferLike {
     if (this.#buffer === null) throw released();
+    if (this.#device !== null) throw hostAccess(this.#device.device);
     return this.#buffer;
   }
   get byteOffset(): number {
@@ -126,7 +169,8 @@ export class Storage {
   }
 
   isShared(): boolean {
-    return this.#backing !== null;
+    // As torch's is_shared(): device memory is shareable as it is.
+    return this.#backing !== null || this.#device !== null;
   }
 
   /** True when writing methods must throw (a file mapped read-only: src/sharing/file-storage.ts). */
@@ -151,7 +195,7 @@ export class Storage {
 
   /** torch share_memory_(): moves the bytes into shared memory (one copy). */
   shareMemory(): this {
-    if (this.#backing === null) this.#moveToShared();
+    if (this.#backing === null && this.#device === null) this.#moveToShared();
     return this;
   }
 
@@ -190,6 +234,12 @@ export class Storage {
     const buffer = this.#buffer;
     if (buffer === null) return;
     this.#buffer = null;
+    const d = this.#device;
+    if (d !== null) {
+      deviceFinalizer.unregister(this);
+      d.release();
+      return;
+    }
     const b = this.#backing;
     this.#backing = null;
     if (b !== null) b.release(this.#escaped);
@@ -213,6 +263,12 @@ function freePrivate(buffer: ArrayBufferLike): void {
   } catch {
     // not detachable (never for memory allocate() made): the collector frees it
   }
+}
+
+function hostAccess(device: string): CudaHostAccessError {
+  return new CudaHostAccessError(
+    `This tensor's elements are on ${device}, not in this process's memory: copy it first with \`await t.to('cpu')\` (or t.cpu()).`,
+  );
 }
 
 function released(): ReleasedError {

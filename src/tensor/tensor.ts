@@ -1,5 +1,5 @@
 // Tensor: a typed n-d view (shape, stride, offset in elements) over a Storage, as in torch.
-import { IndexOutOfRangeError, InvalidShapeError, NotContiguousError, InvalidArgumentError, ReadOnlyError } from '../errors.js';
+import { DeviceMismatchError, IndexOutOfRangeError, InvalidShapeError, NotContiguousError, InvalidArgumentError, ReadOnlyError } from '../errors.js';
 import { type DType, type DTypeInfo, type Scalar, type TypedArray, dtypeInfo } from './dtype.js';
 import { readScalar, writeScalar, forEachOffset } from './elements.js';
 import { checkDim, checkIndex, checkInt, contiguousStrides, inferShape } from './shape.js';
@@ -7,6 +7,8 @@ import { Storage } from './storage.js';
 import { fillRun } from './fill.js';
 import { checkArgCount } from '../arguments.js';
 import { describeValue } from '../describe-value.js';
+import { type Device, deviceIndex, deviceOps, parseDevice } from './device.js';
+import { devicePattern } from './device-pattern.js';
 
 export class Tensor {
   readonly storage: Storage;
@@ -47,6 +49,11 @@ export class Tensor {
         `A view of shape [${shape.join(', ')}] at offset ${offset} does not fit a storage of ${capacity} ${info.name} elements.`,
       );
     }
+  }
+
+  /** 'cpu', or 'cuda:N' for a tensor whose elements are on a CUDA device. */
+  get device(): Device {
+    return this.storage.device;
   }
 
   get ndim(): number {
@@ -217,6 +224,10 @@ export class Tensor {
   /** A contiguous copy in new, process-private memory (as torch's clone()). */
   clone(): Tensor {
     checkArgCount('Tensor.clone()', arguments, 0);
+    if (this.storage.device !== 'cpu') {
+      const out = new Tensor(Storage.onDevice(deviceIndex(this.device), this.#numel * this.#info.itemsize), this.#info, this.shape);
+      return out.copy(this);
+    }
     // Every element is copied next: no need for zeroed memory (NOTE [Uninitialized private memory]).
     const out = new Tensor(Storage.allocate(this.#numel * this.#info.itemsize, false, false), this.dtype, this.shape);
     return out.copy(this);
@@ -226,6 +237,14 @@ export class Tensor {
     checkArgCount('Tensor.fill()', arguments, 1);
     this.#writable('fill');
     const raw = writeScalar(this.#info, value);
+    const device = this.storage.deviceBacking;
+    if (device !== null) {
+      if (!this.isContiguous())
+        throw new NotContiguousError('fill() of a non-contiguous CUDA view is not supported: fill a contiguous tensor.');
+      const { width, lo, hi } = devicePattern(this.#info, raw);
+      deviceOps().fill(device, this.offset * this.#info.itemsize, this.#numel, width, lo, hi);
+      return this;
+    }
     const all = this.#all();
     if (this.isContiguous()) {
       fillRun(all, this.#info, raw, this.offset, this.offset + this.#numel);
@@ -247,6 +266,25 @@ export class Tensor {
       throw new InvalidShapeError(`copy(): shapes differ, [${src.shape.join(', ')}] into [${this.shape.join(', ')}].`);
     }
     if (this.#numel === 0) return this;
+    if (src.device !== 'cpu' || this.device !== 'cpu') {
+      if (src.device !== this.device) {
+        throw new DeviceMismatchError(
+          `copy() of a ${src.device} tensor into a ${this.device} one: devices differ. Use \`await src.to('${this.device}')\` first.`,
+        );
+      }
+      if (src.dtype !== this.dtype || !src.isContiguous() || !this.isContiguous()) {
+        throw new NotContiguousError('copy() between CUDA tensors needs one dtype and contiguous tensors: use contiguous() views.');
+      }
+      const n = this.#numel * this.#info.itemsize;
+      deviceOps().copyDtoD(
+        this.storage.deviceBacking!,
+        this.offset * this.#info.itemsize,
+        src.storage.deviceBacking!,
+        src.offset * src.#info.itemsize,
+        n,
+      );
+      return this;
+    }
     if (src.dtype === this.dtype && src.isContiguous() && this.isContiguous()) {
       // Through the internal arrays, not `data`: copying does not hand either buffer to user
       // code, so it must not cost the recycled lease its buffer (NOTE [Shared allocation]).
@@ -291,6 +329,58 @@ export class Tensor {
     return build(0);
   }
 
+  // --- devices ----------------------------------------------------------------------------
+  /**
+   * This tensor on `device`: itself when it is there already, else a contiguous copy
+   * (torch's to()). A promise, so that a large copy never has to hold the event loop.
+   */
+  async to(device: Device | 'cuda'): Promise<Tensor> {
+    const target = parseDevice(device);
+    if (target === this.device) return this;
+    this.storage.assertUsable();
+    return copyAcross(this, target);
+  }
+
+  /** `to('cpu')`. */
+  cpu(): Promise<Tensor> {
+    return this.to('cpu');
+  }
+
+  /** `to('cuda:N')` (device 0 by default). */
+  cuda(index = 0): Promise<Tensor> {
+    if (!Number.isSafeInteger(index) || index < 0) {
+      return Promise.reject(new InvalidArgumentError(`cuda(index) takes a device number >= 0, got ${describeValue(index)}.`));
+    }
+    return this.to(`cuda:${index}`);
+  }
+
+  /**
+   * Page-locks this CPU tensor's memory for fast copies to a device (torch pin_memory()): in
+   * place, by registering its shared segment (moved into shared memory first if it is
+   * private, one copy, as shareMemory()). NOTE [Pinned segments].
+   */
+  pinMemory(): this {
+    checkArgCount('Tensor.pinMemory()', arguments, 0);
+    if (this.device !== 'cpu') throw new InvalidArgumentError(`pinMemory() pins CPU memory; this tensor is on ${this.device}.`);
+    const ops = deviceOps();
+    ops.require('pinMemory()'); // first: nothing moves into shared memory without a driver
+    this.storage.shareMemory();
+    ops.pin(this.storage.backing!);
+    return this;
+  }
+
+  /** Whether this CPU tensor's memory is page-locked (false without CUDA, and for CUDA tensors). */
+  isPinned(): boolean {
+    checkArgCount('Tensor.isPinned()', arguments, 0);
+    const b = this.storage.isReleased() ? null : this.storage.backing;
+    if (b === null || this.device !== 'cpu') return false;
+    try {
+      return deviceOps().isPinned(b);
+    } catch {
+      return false;
+    }
+  }
+
   // --- sharing ----------------------------------------------------------------------------
   /** torch share_memory_(): moves the storage into shared memory in place; no-op if shared. */
   shareMemory(): this {
@@ -321,7 +411,8 @@ export class Tensor {
   }
 
   toString(): string {
-    return `Tensor(shape=[${this.shape.join(', ')}], dtype=${this.dtype}${this.isShared() ? ', shared' : ''})`;
+    const where = this.storage.device === 'cpu' ? (this.isShared() ? ', shared' : '') : `, device=${this.storage.device}`;
+    return `Tensor(shape=[${this.shape.join(', ')}], dtype=${this.dtype}${where})`;
   }
 }
 
@@ -330,4 +421,27 @@ function convert(info: DTypeInfo, v: Scalar): number | bigint {
   if (info.kind === 'bigint' && typeof v === 'number') return BigInt(Number.isFinite(v) ? Math.trunc(v) : 0);
   if (typeof v === 'bigint' && info.kind !== 'bigint') return writeScalar(info, info.kind === 'bool' ? v : Number(v));
   return writeScalar(info, v);
+}
+
+/** A contiguous copy of `t` on `target` (another device than its own): Tensor.to(). */
+function copyAcross(t: Tensor, target: Device): Tensor {
+  const info = dtypeInfo(t.dtype);
+  const nbytes = t.numel() * info.itemsize;
+  const ops = deviceOps();
+  if (t.device === 'cpu') {
+    const host = t.contiguous();
+    const out = new Tensor(Storage.onDevice(deviceIndex(target), nbytes), info, t.shape.slice());
+    ops.copyHtoD(out.storage.deviceBacking!, 0, host.storage.internalBuffer, host.storage.byteOffset + host.offset * info.itemsize, nbytes);
+    if (host !== t) host.release();
+    return out;
+  }
+  if (!t.isContiguous()) {
+    throw new NotContiguousError('Copying a non-contiguous CUDA view is not supported: copy the whole tensor, or a contiguous view of it.');
+  }
+  const out = new Tensor(Storage.allocate(nbytes, false, false), info, t.shape.slice());
+  ops.copyDtoH(out.storage.internalBuffer, out.storage.byteOffset, t.storage.deviceBacking!, t.offset * info.itemsize, nbytes);
+  if (target === 'cpu') return out;
+  const there = copyAcross(out, target); // between two devices, through the host (v1)
+  out.release();
+  return there;
 }

@@ -88,8 +88,15 @@ export function checkMessage(value: unknown, path = ''): void {
 
 /** A tensor that travels in a TENSOR frame of its own (NOTE [Frames]). */
 function isLoneTensor(value: unknown): value is Tensor {
-  // Over a segment's storage only: a mapped file's travels by its own reduction (NOTE [File storages]).
-  return value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor && value.storage.constructor === Storage;
+  // Over a segment's CPU storage only: a mapped file's travels by its own reduction (NOTE [File
+  // storages]), a CUDA tensor as a message (its storage's reduction: NOTE [CUDA chunk lifetime]).
+  return (
+    value instanceof Tensor &&
+    value.shape.length <= MAX_NDIM &&
+    value.constructor === Tensor &&
+    value.storage.constructor === Storage &&
+    value.storage.device === 'cpu'
+  );
 }
 
 // Names are ASCII (segment names, `fd:<dev>:<ino>` keys): one native call writes or reads one.

@@ -221,7 +221,7 @@ function writePlainObject(o: Record<string, unknown>, depth: number): boolean {
 function writeTensor(t: Tensor): boolean {
   const ndim = t.shape.length;
   // A released tensor: the VALUE path refuses it with its own error.
-  if (ndim > MAX_NDIM || t.storage.isReleased()) return false;
+  if (ndim > MAX_NDIM || t.storage.isReleased() || t.storage.device !== 'cpu') return false; // CUDA: the table's reduction
   // A storage that is not a segment's (a mapped file: NOTE [File storages]) travels by its own reduction.
   if (t.storage.constructor !== Storage) return false;
   let index = storages.indexOf(t.storage);

@@ -7,9 +7,38 @@
 import { Tensor, Storage } from '../tensor/index.js';
 import { exportStorage, importStorage, abandonExport, type ExportedStorage, type StorageHandle } from '../sharing/index.js';
 import { FrameDecodeError } from '../errors.js';
-import { registerReduction, type RebuildContext } from './registry.js';
+import { exportChunk, importChunk } from '../cuda/index.js';
+import { registerReduction, type RebuildContext, type ReduceContext } from './registry.js';
+import { addon } from '../native/index.js';
 
 type StorageState = [strategy: string, name: string | null, offset: number, nbytes: number, fd: number];
+/** A CUDA storage (NOTE [CUDA chunk lifetime]): where it lies in its chunk, and the chunk's two descriptors. */
+type CudaState = [kind: 'cuda', offset: number, nbytes: number, chunkBytes: number, deviceFd: number, headerFd: number];
+
+function reduceCuda(storage: Storage, ctx: ReduceContext): CudaState {
+  const e = exportChunk(storage.deviceBacking!, ctx.copies);
+  ctx.onAbandon(e.undo);
+  return ['cuda', e.offset, storage.nbytes, e.chunkBytes, ctx.fd(e.deviceFd), ctx.fd(e.headerFd)];
+}
+
+function rebuildCuda(state: unknown[], ctx: RebuildContext): Storage {
+  const [, offset, nbytes, chunkBytes, dfd, hfd] = state;
+  const ok = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
+  if (state.length !== 6 || !ok(offset) || !ok(nbytes) || !ok(chunkBytes) || !ok(dfd) || !ok(hfd) || dfd === hfd) {
+    throw new FrameDecodeError('A received CUDA storage entry is malformed.');
+  }
+  const deviceFd = ctx.takeFd(dfd);
+  let headerFd: number;
+  try {
+    headerFd = ctx.takeFd(hfd);
+  } catch (e) {
+    addon.close(deviceFd);
+    throw e;
+  }
+  return Storage.fromDevice(importChunk(deviceFd, headerFd, offset, nbytes, chunkBytes), nbytes);
+}
+
+const isCuda = (state: unknown): state is unknown[] => Array.isArray(state) && state[0] === 'cuda';
 type TensorState = [storage: number, dtype: string, shape: number[], stride: number[], offset: number];
 
 /** Checks a received layout before a Tensor is made of it (the constructor trusts its callers). */
@@ -80,17 +109,23 @@ function storageHandle(state: unknown, ctx: RebuildContext): { handle: StorageHa
 registerReduction<Storage>({
   name: 'storage',
   type: Storage,
-  reduce(storage, ctx): StorageState {
+  reduce(storage, ctx): StorageState | CudaState {
+    if (storage.deviceBacking !== null) return reduceCuda(storage, ctx);
     const { exported, undo } = exportForCopies(storage, ctx.copies);
     ctx.onAbandon(undo);
     const { strategy, name, offset, nbytes } = exported.handle;
     return [strategy, name, offset, nbytes, exported.fd === null ? -1 : ctx.fd(exported.fd)];
   },
   rebuild(state, ctx) {
+    if (isCuda(state)) return rebuildCuda(state, ctx);
     const { handle, fd, shared } = storageHandle(state, ctx);
     return importStorage(handle, fd, shared);
   },
   discard(state, ctx) {
+    if (isCuda(state)) {
+      rebuildCuda(state, ctx).release();
+      return;
+    }
     // Adopting the in-flight reference and dropping the storage gives it back (when collected).
     const { handle, fd, shared } = storageHandle(state, ctx);
     importStorage(handle, fd, shared);
