@@ -12,6 +12,7 @@ const FLOORS = [
   ['workers/'],
   ['pool/', 'data/'],
   ['index\\.ts'],
+  ['cluster/'],
   ['cli/', 'programs/'],
 ];
 const path = (parts) => `^src/(${parts.join('|')})`;
@@ -46,8 +47,16 @@ module.exports = {
       name: 'no-index-import',
       comment: 'src/index.ts is the public face: a list of exports that nothing under src/ imports.',
       severity: 'error',
-      from: { path: '^src/' },
+      from: { path: '^src/', pathNot: '^src/cluster/' },
       to: { path: '^src/index\\.ts$' },
+    },
+    {
+      name: 'nats-only-in-cluster',
+      comment:
+        'The NATS client is a dependency of tensorproc/cluster only (docs/cluster.md): the core, and the core bundle, never import it.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/cluster/' },
+      to: { path: '@nats-io/' },
     },
     ...upward,
   ],
