@@ -5,3 +5,5 @@ export { createRemotePool } from './pool-head.js';
 export { Agent, runAgent } from './agent-main.js';
 export type { AgentOptions } from './agent-main.js';
 export type { ClusterOptions } from './connect.js';
+export { Queue } from './queue.js';
+export type { QueueOptions, GetOptions, PutOptions, Held } from './queue.js';
