@@ -207,7 +207,10 @@ export class Agent {
       clearInterval(this.#timer);
       for (const s of this.#subs) s.unsubscribe();
       await Promise.all([...this.#jobs.values()].map((j) => this.#end(j, true)));
-      await this.#nc.drain().catch(() => {});
+      // Bounded: with its server gone too (a machine shutting down), a drain would wait for
+      // a reconnection for ever, and the agent must still exit.
+      await Promise.race([this.#nc.flush().catch(() => {}), new Promise((r) => setTimeout(r, 1000).unref())]);
+      await this.#nc.close().catch(() => {});
     })();
     return this.#closed;
   }

@@ -273,6 +273,10 @@ export class ClusterPool implements RemotePool {
 
   /** Sends queued chunks to hosts with room: at most two chunks a slot in flight, this host's first. */
   #pump(): void {
+    if (this.#onIdle !== null && this.#isIdle()) {
+      this.#onIdle();
+      this.#onIdle = null;
+    }
     if (this.#queue.length === 0) return;
     for (const h of this.#hosts) {
       if (h.lost || h.closed) continue;
@@ -364,7 +368,8 @@ export class ClusterPool implements RemotePool {
     await Promise.all(gone); // a host lost meanwhile resolves its waiter too (#tick)
     if (this.#timer) clearInterval(this.#timer);
     for (const h of this.#hosts) h.beat.unsubscribe();
-    await nc.drain().catch(() => {});
+    await Promise.race([nc.flush().catch(() => {}), new Promise((r) => setTimeout(r, 1000).unref())]);
+    await nc.close().catch(() => {});
   }
 
   close(): void {
@@ -391,12 +396,19 @@ export class ClusterPool implements RemotePool {
     );
   }
 
-  /** Resolves once nothing is queued or held. */
-  async #idle(): Promise<void> {
-    while (this.#queue.length > 0 || this.#hosts.some((h) => h.held.size > 0 && !h.lost)) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  /** Resolves once nothing is queued or held (checked by #pump, after every result and every loss). */
+  #idle(): Promise<void> {
+    if (this.#isIdle()) return Promise.resolve();
+    return new Promise((r) => {
+      this.#onIdle = r;
+    });
   }
+
+  #isIdle(): boolean {
+    return this.#queue.length === 0 && !this.#hosts.some((h) => h.held.size > 0 && !h.lost);
+  }
+
+  #onIdle: (() => void) | null = null;
 
   join(): Promise<void> {
     return this.#ended ?? Promise.reject(new mp.PoolRunningError('join(): the pool is still running. Call close() or terminate() first.'));

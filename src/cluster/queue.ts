@@ -51,7 +51,8 @@ export interface Held<T> {
   nak(): void;
 }
 
-const PUT_TRIES = 10;
+/** How long put() retries a publish that was not acknowledged. */
+const PUT_RETRY_MS = 20_000;
 
 export class Queue<T = unknown> {
   readonly name: string;
@@ -139,20 +140,22 @@ export class Queue<T = unknown> {
       );
     const msgID = options.id ?? randomUUID();
     let last: unknown;
-    for (let i = 0; i < PUT_TRIES; i++) {
+    const until = performance.now() + PUT_RETRY_MS;
+    for (let i = 0; ; i++) {
       try {
         await js.publish(this.#subject, data, { msgID, timeout: 2000 });
         return;
       } catch (e) {
-        last = e; // a server lost mid-publish, an ack that timed out: again, with the same id
-        if (this.#closed) break;
+        // A server lost mid-publish, an ack that timed out, no responder while the stream
+        // elects a new leader: again, with the same id, after a pause that grows.
+        last = e;
+        if (this.#closed || performance.now() > until) break;
+        await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** i)));
       }
     }
     throw new mp.ClusterUnavailableError(
-      `cluster.Queue ${this.name}: put() got no acknowledgement after ${PUT_TRIES} tries: ${(last as Error)?.message}`,
-      {
-        cause: last,
-      },
+      `cluster.Queue ${this.name}: put() got no acknowledgement within ${PUT_RETRY_MS} ms: ${(last as Error)?.message}`,
+      { cause: last },
     );
   }
 
@@ -216,7 +219,10 @@ export class Queue<T = unknown> {
     if (this.#closed) return;
     this.#closed = true;
     const r = await this.#ready.catch(() => null);
-    if (r) await r.nc.drain().catch(() => {});
+    if (r) {
+      await Promise.race([r.nc.flush().catch(() => {}), new Promise((res) => setTimeout(res, 1000).unref())]);
+      await r.nc.close().catch(() => {});
+    }
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
