@@ -46,7 +46,7 @@ async function lineOf(p: ChildProcess, stream: NodeJS.ReadableStream, re: RegExp
 }
 
 const server = spawn(NATS, ['-a', '127.0.0.1', '-p', '-1'], { stdio: ['ignore', 'ignore', 'pipe'] });
-const url = await lineOf(server, server.stderr!, /nats:\/\/127\.0\.0\.1:\d+/);
+const url = `nats://${await lineOf(server, server.stderr!, /127\.0\.0\.1:\d+/)}`;
 server.stderr!.resume();
 async function agent(host: string, slots: number): Promise<ChildProcess> {
   const p = spawn(process.execPath, [CLI, 'agent', '--server', url, '--slots', String(slots), '--host-id', host, '--root', root], {

@@ -31,15 +31,24 @@ export function hostId(given?: string): string {
 export async function connectCluster(
   o: Omit<ClusterOptions, 'servers'> & { servers: string | readonly string[]; name?: string },
 ): Promise<NatsConnection> {
+  // nats://user:pass@host:4222: the credentials are taken out of the URLs (the client does not read them there).
+  let { user, pass } = o;
+  const servers = serverList(o.servers).map((s) => {
+    const m = /^([a-z]+:\/\/)([^:@/]+)(?::([^@/]*))?@(.*)$/i.exec(s);
+    if (!m) return s;
+    user ??= decodeURIComponent(m[2]!);
+    if (m[3] !== undefined) pass ??= decodeURIComponent(m[3]);
+    return `${m[1]}${m[4]}`;
+  });
   const opts: NodeConnectionOptions = {
-    servers: serverList(o.servers),
+    servers,
     name: o.name ?? 'tensorproc',
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     pingInterval: 2000,
   };
-  if (o.user !== undefined) opts.user = o.user;
-  if (o.pass !== undefined) opts.pass = o.pass;
+  if (user !== undefined) opts.user = user;
+  if (pass !== undefined) opts.pass = pass;
   if (o.token !== undefined) opts.token = o.token;
   if (o.nkeyFile !== undefined) opts.authenticator = nkeyAuthenticator(new TextEncoder().encode(readFileSync(o.nkeyFile, 'utf8').trim()));
   if (o.tls === true) opts.tls = {};
@@ -48,7 +57,7 @@ export async function connectCluster(
     return await connect(opts);
   } catch (e) {
     throw new mp.ClusterUnavailableError(
-      `No NATS server answers at ${opts.servers}: start one (nats-server -a 127.0.0.1 -p 4222), or check the URL and credentials (${(e as Error).message}).`,
+      `No NATS server answers at ${servers.join(',')}: start one (nats-server -a 127.0.0.1 -p 4222), or check the URL and credentials (${(e as Error).message}).`,
       { cause: e },
     );
   }

@@ -59,7 +59,8 @@ export interface NatsCluster {
 }
 
 /** `nodes` nats-servers on loopback (3: one cluster, with JetStream), each ready when this resolves. */
-export async function startNats(nodes: 1 | 3 = 1, jetstream = nodes === 3): Promise<NatsCluster> {
+/** `extra`: more configuration lines for each server (authorization { ... }). */
+export async function startNats(nodes: 1 | 3 = 1, jetstream = nodes === 3, extra: string[] = []): Promise<NatsCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'tensorproc-nats-'));
   const ports = await Promise.all(Array.from({ length: nodes }, () => freePort()));
   const routes = nodes > 1 ? await Promise.all(Array.from({ length: nodes }, () => freePort())) : [];
@@ -76,6 +77,7 @@ export async function startNats(nodes: 1 | 3 = 1, jetstream = nodes === 3): Prom
               .map((p) => `nats://127.0.0.1:${p}`)
               .join(', ')}] }`
           : '',
+        ...extra,
       ].join('\n');
       writeFileSync(join(dir, `n${i}.conf`), conf);
       const p = spawn(NATS_SERVER, ['-c', join(dir, `n${i}.conf`)], { stdio: ['ignore', 'pipe', 'pipe'] });
