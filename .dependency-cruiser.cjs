@@ -1,6 +1,7 @@
 // The import graph's rules (docs/design.md, "Layers"), checked by `npm test` (npm run
 // lint:imports). Each floor of src/ imports only from floors below it; no cycle among files,
-// type-only imports included; nothing under src/ imports the index.
+// type-only imports included; nothing under src/ imports the index; nothing outside src/cluster/
+// imports the NATS client (node_modules stay in the graph as leaves, unfollowed, for that rule).
 /** Folders (or ground files) of src/, floor by floor, bottom first. */
 const FLOORS = [
   ['(errors|env|exit-hooks|debug|describe-value|arguments|event-loop)\\.ts'],
@@ -13,6 +14,7 @@ const FLOORS = [
   ['workers/'],
   ['pool/', 'data/', 'sync-manager/'],
   ['index\\.ts'],
+  ['cluster/'],
   ['cli/', 'programs/'],
 ];
 const path = (parts) => `^src/(${parts.join('|')})`;
@@ -47,8 +49,16 @@ module.exports = {
       name: 'no-index-import',
       comment: 'src/index.ts is the public face: a list of exports that nothing under src/ imports.',
       severity: 'error',
-      from: { path: '^src/' },
+      from: { path: '^src/', pathNot: '^src/cluster/' },
       to: { path: '^src/index\\.ts$' },
+    },
+    {
+      name: 'nats-only-in-cluster',
+      comment:
+        'The NATS client is a dependency of tensorproc/cluster only (docs/cluster.md): the core, and the core bundle, never import it.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/cluster/' },
+      to: { path: '@nats-io/' },
     },
     ...upward,
   ],
@@ -56,6 +66,6 @@ module.exports = {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(dist|node_modules)/' },
+    exclude: { path: '^dist/' },
   },
 };

@@ -61,6 +61,8 @@ try {
 } catch {
   console.warn('tensorproc: esbuild is not installed; the package entry re-exports dist/src unbundled (workers start slower).');
   writeFileSync(join(out, 'index.js'), `${banner}export * from '../src/index.js';\n`);
+  mkdirSync(join(out, 'cluster'), { recursive: true });
+  writeFileSync(join(out, 'cluster/index.js'), `${banner}export * from '../../src/cluster/index.js';\n`);
   process.exit(0);
 }
 
@@ -126,6 +128,35 @@ await esbuild.build({
   // Runtime dependencies stay packages (they are not on the workers' path).
   packages: 'external',
   plugins: [rewriteMetaUrl],
+  banner: { js: banner },
+  sourcemap: true,
+  sourcesContent: false,
+  logLevel: 'warning',
+});
+
+// The cluster entry, `tensorproc/cluster` (package.json "exports"; NOTE [Cluster pool]): a
+// bundle of its own at dist/bundle/cluster/index.js, where pool/cluster-link.ts looks for it
+// from inside the package bundle. Its imports of the public API (src/cluster's only way into
+// the core) take the package bundle, so one copy of the library runs; the NATS client stays a
+// package, loaded only with this entry.
+await esbuild.build({
+  entryPoints: [join(src, 'cluster/index.js')],
+  outfile: join(out, 'cluster/index.js'),
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  packages: 'external',
+  plugins: [
+    {
+      name: 'tensorproc-cluster-core',
+      setup(build) {
+        build.onResolve({ filter: /^\.\.\/index\.js$/ }, (args) =>
+          args.resolveDir === join(src, 'cluster') ? { path: '../index.js', external: true } : undefined,
+        );
+      },
+    },
+  ],
   banner: { js: banner },
   sourcemap: true,
   sourcesContent: false,

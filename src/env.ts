@@ -94,6 +94,11 @@ export const ENV = {
     default: null,
     meaning: "Internal: a process child's parent pid, for its check after PR_SET_PDEATHSIG. Set by tensorproc.",
   },
+  TENSORPROC_HOST_ID: {
+    default: null,
+    meaning:
+      "This host's name in a cluster (tensorproc/cluster): agents and heads on one host share it (default: os.hostname()); an agent sets it for its workers.",
+  },
 } as const satisfies Record<`TENSORPROC_${string}`, EnvVar>;
 
 export type EnvName = keyof typeof ENV;

@@ -220,6 +220,8 @@ export class ProcessExitedException extends ProcessException {
   ) {
     super(message, errorIndex, pid);
   }
+  /** The host the worker ran on, for a worker of a cluster Pool (docs/cluster.md); null for a local one. */
+  host: string | null = null;
 }
 // A child that cannot load its target reports one of these three (NOTE [Loading the target
 // in the child]); the parent throws it with the child's index (null for a Process) and pid.
@@ -536,4 +538,28 @@ export class NameNotFoundError extends Error {
 export class NameForbiddenError extends Error {
   readonly code = 'ERR_TP_NAME_FORBIDDEN';
   override name = 'NameForbiddenError';
+}
+
+// --- cluster (tensorproc/cluster, docs/cluster.md) -----------------------------------------
+/**
+ * A host of a cluster Pool stopped answering (its agent died, or its network is cut): the
+ * tasks it held reject with this, `host` naming it; the pool goes on with the other hosts.
+ */
+export class HostLostError extends Error {
+  readonly code = 'ERR_TP_HOST_LOST';
+  override name = 'HostLostError';
+  constructor(
+    message: string,
+    readonly host: string,
+  ) {
+    super(message);
+  }
+}
+/**
+ * A cluster could not be used: the NATS client packages are not installed, no server answers
+ * at the URLs given, or the agents offer fewer slots than the Pool asks for.
+ */
+export class ClusterUnavailableError extends Error {
+  readonly code = 'ERR_TP_CLUSTER_UNAVAILABLE';
+  override name = 'ClusterUnavailableError';
 }

@@ -79,6 +79,54 @@ program
     process.exitCode = checks.some((c) => c.status === 'fail') ? 1 : 0;
   });
 
+program
+  .command('agent')
+  .description(
+    "join a cluster (docs/cluster.md): offer this host's worker slots to cluster Pools, run and watch their workers; runs until SIGINT or SIGTERM",
+  )
+  .requiredOption('--server <urls>', 'the NATS server(s), comma-separated: nats://HOST:4222 (nats://user:pass@HOST:4222 with credentials)')
+  .addOption(new Option('--slots <n>', 'worker slots offered (default: the number of CPUs)').argParser(parseSlots))
+  .option('--root <dir>', "where the pools' target modules are: the same code tree as on the heads (default: the current directory)")
+  .option('--host-id <id>', "this host's id (default TENSORPROC_HOST_ID, then the host name); a head uses its own host's agent first")
+  .option('--nkey-file <file>', 'a file holding an nkey seed, for servers configured with nkeys')
+  .option('--tls-ca <file>', "the servers' CA certificate (turns TLS on)")
+  .option('--tls-cert <file>', 'a client certificate, for servers that verify clients')
+  .option('--tls-key <file>', "the client certificate's key")
+  .action(
+    async (opts: {
+      server: string;
+      slots?: number;
+      root?: string;
+      hostId?: string;
+      nkeyFile?: string;
+      tlsCa?: string;
+      tlsCert?: string;
+      tlsKey?: string;
+    }) => {
+      const { runAgent } = (await import(clusterEntry())) as typeof import('../cluster/index.js');
+      const tls = opts.tlsCa || opts.tlsCert ? { ca: opts.tlsCa, cert: opts.tlsCert, key: opts.tlsKey } : undefined;
+      await runAgent({
+        servers: opts.server,
+        slots: opts.slots,
+        root: opts.root,
+        hostId: opts.hostId,
+        nkeyFile: opts.nkeyFile,
+        tls,
+        onReady: ({ host, slots }) => console.log(`tensorproc agent: host ${host}, ${slots} slots, server ${opts.server}: ready`),
+        log: (line) => console.log(`tensorproc agent: ${line}`),
+      });
+    },
+  );
+
+/**
+ * tensorproc/cluster as the package entry gives it (the bundle, beside which the workers run
+ * the library that the targets import by name: NOTE [The package bundle]), else dist/src's.
+ */
+function clusterEntry(): string {
+  const bundled = new URL('../../bundle/cluster/index.js', import.meta.url);
+  return existsSync(bundled) ? bundled.href : new URL('../cluster/index.js', import.meta.url).href;
+}
+
 const shm = program.command('shm').description("this user's named (file_system) segments in /dev/shm");
 shm
   .command('ls')
@@ -121,6 +169,12 @@ function parsePlot(value: string): string {
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
   return pkg.version;
+}
+
+function parseSlots(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 4096) throw new InvalidArgumentError('a whole number from 1 to 4096');
+  return n;
 }
 
 function parseRuns(value: string): number {

@@ -3,3 +3,4 @@
 export { Pool } from './pool.js';
 export type { PoolOptions, CallOptions, MapOptions, ImapOptions } from './pool.js';
 export type { PoolStats, PoolWorkerStats } from './pool-stats.js';
+export type { ClusterOptions } from './cluster-link.js';

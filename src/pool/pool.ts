@@ -10,6 +10,7 @@ import { ListCall } from './list-call.js';
 import { IterCall } from './iter-call.js';
 import { Scheduler } from './scheduler.js';
 import type { PoolStats } from './pool-stats.js';
+import { loadRemotePool, type ClusterOptions, type RemotePool } from './cluster-link.js';
 
 export interface PoolOptions {
   /** How many workers. Default os.availableParallelism(). */
@@ -21,6 +22,11 @@ export interface PoolOptions {
   maxtasksperchild?: number | null;
   /** 'spawn' (default: a process per worker) or 'thread' (a worker thread each). */
   startMethod?: StartMethod;
+  /**
+   * Run the workers on a cluster's agents instead of here (docs/cluster.md, NOTE [Cluster
+   * pool]): targets are then modules under `cluster.root`. Needs tensorproc/cluster's NATS client.
+   */
+  cluster?: ClusterOptions | null;
 }
 
 export interface CallOptions {
@@ -43,7 +49,9 @@ type State = 'running' | 'closed' | 'terminated' | 'broken';
 export class Pool implements AsyncDisposable {
   /** The number of workers. */
   readonly processes: number;
-  readonly #scheduler: Scheduler;
+  // Null for a cluster pool, whose calls all go to #remote (NOTE [Cluster pool]).
+  readonly #scheduler!: Scheduler;
+  readonly #remote: Promise<RemotePool> | null = null;
   #state: State = 'running';
   #broken: PoolBrokenError | null = null;
   /** Settles once the workers are gone (after close() and the calls' end, or terminate()). */
@@ -70,6 +78,19 @@ export class Pool implements AsyncDisposable {
       throw new InvalidArgumentError('Pool: initargs must be an array: the initializer is called as fn(...initargs).');
     const initializer: TargetSpec | null = o.initializer == null ? null : checkTarget(o.initializer);
     this.processes = processes;
+    if (o.cluster != null) {
+      if (typeof o.cluster !== 'object' || o.cluster.servers === undefined)
+        throw new InvalidArgumentError("Pool: cluster must be { servers: 'nats://host:4222' | string[], root? } (docs/cluster.md).");
+      this.#remote = loadRemotePool({
+        processes,
+        cluster: o.cluster,
+        initializer: o.initializer ?? null,
+        initargs: [...initargs],
+        maxtasksperchild: maxTasks === Infinity ? null : maxTasks,
+      });
+      this.#remote.catch(() => {}); // its error is each call's
+      return;
+    }
     this.#scheduler = new Scheduler({
       size: processes,
       startMethod,
@@ -103,6 +124,11 @@ export class Pool implements AsyncDisposable {
     try {
       if (!Array.isArray(args))
         throw new InvalidArgumentError('apply(target, args): args must be an array: the task is called as fn(...args).');
+      if (this.#remote !== null) {
+        this.#check();
+        checkCallOptions(options);
+        return this.#remote.then((r) => r.apply(target, args, options.signal)) as Promise<R>;
+      }
       return this.#start(target, [args], 1, options, true, true) as Promise<R>;
     } catch (e) {
       return Promise.reject(e);
@@ -130,6 +156,12 @@ export class Pool implements AsyncDisposable {
   async #list(target: Target, iterable: unknown, options: MapOptions, what: 'map' | 'starmap'): Promise<unknown> {
     this.#check();
     checkCallOptions(options);
+    if (this.#remote !== null) {
+      const src = Array.isArray(iterable) ? iterable : isIterable(iterable) ? Array.from(iterable) : null;
+      if (src === null) throw new InvalidArgumentError(`${what}(target, iterable): a cluster pool takes an array or an iterable.`);
+      if (options.chunksize !== undefined) checkCount(options.chunksize, 'chunksize');
+      return (await this.#remote).map(target, src, options.chunksize, what === 'starmap', options.signal);
+    }
     let src: readonly unknown[];
     if (Array.isArray(iterable)) src = iterable;
     else if (isIterable(iterable)) src = Array.from(iterable);
@@ -171,7 +203,7 @@ export class Pool implements AsyncDisposable {
     return call.promise;
   }
 
-  #iter(target: Target, iterable: unknown, options: ImapOptions, ordered: boolean): IterCall {
+  #iter(target: Target, iterable: unknown, options: ImapOptions, ordered: boolean): AsyncIterableIterator<unknown> {
     this.#check();
     checkCallOptions(options);
     const what = ordered ? 'imap' : 'imapUnordered';
@@ -182,6 +214,7 @@ export class Pool implements AsyncDisposable {
     }
     const chunksize = options.chunksize ?? 1;
     checkCount(chunksize, 'chunksize');
+    if (this.#remote !== null) return remoteIter(this.#remote, target, iterable, chunksize, ordered);
     const ahead = options.buffersize ?? Math.max(64, 16 * this.processes);
     checkCount(ahead, 'buffersize');
     const id = this.#scheduler.targetId(checkTarget(target));
@@ -211,6 +244,16 @@ export class Pool implements AsyncDisposable {
   close(): void {
     if (this.#state !== 'running') return;
     this.#state = 'closed';
+    if (this.#remote !== null) {
+      this.#joined = this.#remote.then(
+        (r) => {
+          r.close();
+          return r.join();
+        },
+        () => {},
+      );
+      return;
+    }
     this.#joined = this.#scheduler.idle().then(() => this.#scheduler.stop());
   }
 
@@ -222,6 +265,16 @@ export class Pool implements AsyncDisposable {
     if (this.#state === 'terminated') return;
     const wasBroken = this.#state === 'broken';
     this.#state = 'terminated';
+    if (this.#remote !== null) {
+      this.#joined = this.#remote.then(
+        (r) => {
+          r.terminate();
+          return r.join();
+        },
+        () => {},
+      );
+      return;
+    }
     if (!wasBroken) {
       const error = new PoolTerminatedError('The pool was terminated before this call finished: its tasks were stopped.');
       for (const call of this.#scheduler.pending()) {
@@ -259,13 +312,26 @@ export class Pool implements AsyncDisposable {
    * stats]). A plain object made from counters: cheap enough for a hot loop.
    */
   stats(): PoolStats {
+    if (this.#remote !== null) throw new InvalidArgumentError('stats() is not available on a cluster pool yet.');
     return this.#scheduler.stats();
   }
 
   /** The pids (threadIds for threads) of the workers now running. */
   pids(): number[] {
+    if (this.#remote !== null) return [];
     return this.#scheduler.pids();
   }
+}
+
+/** imap() of a cluster pool: the pool is loaded on the first next(). */
+async function* remoteIter(
+  remote: Promise<RemotePool>,
+  target: Target,
+  iterable: Iterable<unknown> | AsyncIterable<unknown>,
+  chunksize: number,
+  ordered: boolean,
+): AsyncIterableIterator<unknown> {
+  yield* (await remote).imap(target, iterable, chunksize, ordered);
 }
 
 function checkCallOptions(options: CallOptions): void {

@@ -1,0 +1,9 @@
+// tensorproc/cluster: the Pool, the DataLoader and a Queue past one host, on NATS (docs/cluster.md).
+// An entry of its own (package.json "exports"): the core never imports it; `new Pool({ cluster })`
+// loads it when asked (pool/cluster-link.ts).
+export { createRemotePool } from './pool-head.js';
+export { Agent, runAgent } from './agent-main.js';
+export type { AgentOptions } from './agent-main.js';
+export type { ClusterOptions } from './connect.js';
+export { Queue } from './queue.js';
+export type { QueueOptions, GetOptions, PutOptions, Held } from './queue.js';

@@ -1,0 +1,64 @@
+// The subjects and messages between a cluster Pool's head and the agents (NOTE [Cluster pool]).
+//
+// NOTE [Cluster pool]
+// `new Pool({ cluster })` (pool/cluster-link.ts) hands its calls to a head (cluster/pool-head.ts)
+// that places the pool's `processes` on agents (cluster/agent-main.ts, one per host, `npx
+// tensorproc agent`). Each agent runs, for each pool that took slots of it, a local Pool of
+// that many workers: the same worker set, worker main and exit reporting as any local Pool,
+// so a worker killed there rejects exactly the chunk it held with ProcessExitedException
+// (its exit code and signal as the local Pool saw them), and its slot gets a new process.
+// The head does what CPython's Pool does with its task queue, across hosts: chunks (`chunksize`
+// items), each sent to one host with room (local host first), results put back in order.
+// Liveness runs both ways on core NATS heartbeats, never on the connection alone (a server
+// may keep a dead client's connection for a while):
+//  - the head publishes tp.hb.head.<job> every HEARTBEAT_MS; an agent that hears none for
+//    the lease the head gave at open terminates that pool's workers (the head died: no
+//    orphans on any host, within lease + the pool's SIGTERM/SIGKILL escalation);
+//  - each agent publishes tp.hb.agent.<host>; a head that hears none for hostTimeout treats
+//    the host as lost: the chunks it held reject with HostLostError, later ones go elsewhere.
+//    An agent that dies takes its workers with it (children die with their parent).
+// A chunk is sent once and never re-sent: a Pool task runs at most once (rejected, never
+// silently re-run), as CPython's contract says.
+export const HEARTBEAT_MS = 500;
+export const DEFAULT_HOST_TIMEOUT_MS = 3000;
+
+export const DISCOVER = 'tp.discover';
+export const openSubject = (host: string): string => `tp.agent.${host}.open`;
+export const jobSubject = (host: string, job: string): string => `tp.agent.${host}.job.${job}`;
+export const headSubject = (job: string): string => `tp.head.${job}`;
+export const headBeat = (job: string): string => `tp.hb.head.${job}`;
+export const agentBeat = (host: string): string => `tp.hb.agent.${host}`;
+
+/** A target as it travels: a path under the code root ('lib/x.js'), or a package specifier. */
+export interface WireTarget {
+  path: string | null;
+  specifier: string | null;
+  export: string;
+}
+
+export interface Offer {
+  host: string;
+  slots: number;
+  free: number;
+}
+
+export interface OpenRequest {
+  job: string;
+  slots: number;
+  leaseMs: number;
+  initializer: WireTarget | null;
+  initargs: readonly unknown[];
+  maxtasksperchild: number | null;
+}
+
+/** head → agent, on jobSubject. */
+export type ToAgent =
+  | { op: 'run'; seq: number; target: WireTarget; items: readonly unknown[]; star: boolean }
+  | { op: 'close' }
+  | { op: 'terminate' };
+
+/** agent → head, on headSubject. */
+export type ToHead =
+  | { op: 'done'; host: string; seq: number; values: unknown[] }
+  | { op: 'failed'; host: string; seq: number; error: Record<string, unknown> }
+  | { op: 'closed'; host: string };

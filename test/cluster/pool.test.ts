@@ -1,0 +1,148 @@
+// The Pool on a cluster (NOTE [Cluster pool], docs/cluster.md): one real nats-server on loopback
+// and two agents, hosts A (the head's own) and B; a map across both whose workers report their
+// host; results in order, chunksize, errors; tensors both ways; a SIGKILLed worker on B rejects
+// its task with ProcessExitedException (+ host) and the pool goes on; the head's death ends its
+// workers on every host; an agent's death is HostLostError for what it held, the rest goes on.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { HostLostError, Pool, ProcessExitedException, Tensor, full } from '../../src/index.js';
+import { checkLeaks } from '../helpers/leaks.js';
+import { running } from '../helpers/procs.js';
+import { waitFor } from '../helpers/wait.js';
+import { exited, startAgent, startNats, waitForLine, type AgentProc, type NatsCluster } from '../helpers/nats.js';
+
+const root = fileURLToPath(new URL('./fixtures/', import.meta.url));
+const T = (name: string) => ({ module: 'tasks.js', export: name });
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+type Where = { x: unknown; host: string; pid: number };
+
+let nats: NatsCluster;
+let a: AgentProc;
+let b: AgentProc;
+before(async () => {
+  nats = await startNats(1);
+  [a, b] = await Promise.all([startAgent(nats.servers, 'A', 2, root), startAgent(nats.servers, 'B', 2, root)]);
+});
+after(async () => {
+  await Promise.all([a?.stop(), b?.stop()]);
+  await nats?.stop();
+});
+// After the hooks above: its snapshot is taken with the servers and agents running.
+checkLeaks();
+
+describe('a cluster Pool over two hosts', { timeout: 60_000 }, () => {
+  let pool: Pool;
+  before(() => {
+    pool = new Pool({ processes: 4, cluster: { servers: nats.servers, root, hostId: 'A', hostTimeout: 1500 } });
+  });
+  after(async () => {
+    pool.close();
+    await pool.join();
+  });
+
+  it('maps across both hosts, results in order, chunks kept whole', async () => {
+    const r = (await pool.map(T('where'), range(16), { chunksize: 2 })) as Where[];
+    assert.deepEqual(
+      r.map((w) => w.x),
+      range(16),
+    );
+    assert.deepEqual(new Set(r.map((w) => w.host)), new Set(['A', 'B']));
+    for (let i = 0; i < 16; i += 2) assert.equal(r[i]!.pid, r[i + 1]!.pid, 'a chunk runs in one worker');
+    const [w] = (await pool.starmap(T('where'), [[7]])) as Where[];
+    assert.equal(w!.host, 'A'); // the head's host first
+    assert.ok(r.some((x) => x.host === 'A' && x.pid === w!.pid));
+  });
+
+  it("rejects a map with its task's error, rebuilt with its class and host", async () => {
+    await assert.rejects(pool.map(T('boom'), range(6), { chunksize: 1 }), (e: unknown) => {
+      assert.ok(e instanceof RangeError);
+      assert.match((e as Error).message, /three is not allowed/);
+      assert.ok(['A', 'B'].includes((e as unknown as { host: string }).host));
+      return true;
+    });
+  });
+
+  it('copies tensors between hosts into shared memory, both ways', async () => {
+    // The first four applies go to A (the head's host), the next to B (two chunks a slot).
+    const ts = range(6).map((i) => full([1024], i, { dtype: 'float32' }));
+    const rs = (await Promise.all(ts.map((t) => pool.apply(T('sumAndDouble'), [t])))) as [number, Tensor, string][];
+    assert.deepEqual(
+      rs.map((r) => r[0]),
+      range(6).map((i) => i * 1024),
+    );
+    assert.deepEqual(new Set(rs.map((r) => r[2])), new Set(['A', 'B']));
+    for (let i = 0; i < 6; i++) {
+      assert.ok(rs[i]![1] instanceof Tensor && rs[i]![1].isShared());
+      assert.equal(rs[i]![1].get(1023), 2 * i);
+      assert.equal(ts[i]!.get(0), i, 'a copy: the sender does not see the remote write');
+    }
+  });
+
+  it('a SIGKILLed worker on B rejects its task with ProcessExitedException and host; the pool goes on', async () => {
+    // Applies 0-3 fill A's slots (two chunks each), 4-7 go to B: 'die' at 5 kills a worker on B.
+    const xs = ['a', 'b', 'c', 'd', 'e', 'die', 'g', 'h'];
+    const rs = await Promise.allSettled(xs.map((x) => pool.apply(T('dieOn'), [x])));
+    const died = rs[5]!;
+    assert.equal(died.status, 'rejected');
+    const e = (died as PromiseRejectedResult).reason as ProcessExitedException;
+    assert.ok(e instanceof ProcessExitedException);
+    assert.equal(e.code, 'ERR_TP_PROCESS_EXITED');
+    assert.equal(e.host, 'B');
+    assert.equal(e.signalName, 'SIGKILL');
+    assert.equal(e.exitCode, -9);
+    for (let i = 0; i < 4; i++) assert.deepEqual(rs[i], { status: 'fulfilled', value: { x: xs[i], host: 'A' } });
+    // Others held by the same worker on B may go with it (as in a local Pool); never one on A.
+    for (const r of rs.slice(4)) if (r.status === 'rejected') assert.equal((r.reason as ProcessExitedException).host, 'B');
+    const again = (await pool.map(T('where'), range(8), { chunksize: 1 })) as Where[];
+    assert.deepEqual(new Set(again.map((w) => w.host)), new Set(['A', 'B']));
+  });
+});
+
+it("the head's death ends its workers on every host", { timeout: 30_000 }, async () => {
+  const head = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/head-main.js', import.meta.url)), nats.servers, root], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    const line = await waitForLine(head, /\{"pids".*\}\n/, 'the head');
+    const { pids } = JSON.parse(line) as { pids: number[] };
+    assert.ok(pids.length >= 2, `workers on both hosts: ${pids}`);
+    head.kill('SIGKILL');
+    await exited(head);
+    // The agents hear no heartbeat for the head's lease (1 s), then stop its workers.
+    await waitFor(() => pids.every((p) => !running(p)), 20_000);
+  } finally {
+    head.kill('SIGKILL');
+    await exited(head);
+  }
+});
+
+it("an agent's death is HostLostError for the tasks it held; the rest goes on", { timeout: 30_000 }, async () => {
+  const pool = new Pool({ processes: 4, cluster: { servers: nats.servers, root, hostId: 'A', hostTimeout: 1000 } });
+  try {
+    const seen = (await pool.map(T('where'), range(8), { chunksize: 1 })) as Where[];
+    const onB = [...new Set(seen.filter((w) => w.host === 'B').map((w) => w.pid))];
+    assert.ok(onB.length > 0);
+    // Applies 0-3 go to A and return; 4-7 go to B and never finish there.
+    const held = range(8).map(() => pool.apply(T('holdOn'), ['B']));
+    assert.deepEqual(await Promise.all(held.slice(0, 4)), ['A', 'A', 'A', 'A']);
+    b.proc.kill('SIGKILL');
+    await exited(b.proc);
+    for (const p of held.slice(4)) {
+      await assert.rejects(p, (e: unknown) => {
+        assert.ok(e instanceof HostLostError);
+        assert.equal(e.code, 'ERR_TP_HOST_LOST');
+        assert.equal(e.host, 'B');
+        return true;
+      });
+    }
+    // B's workers died with their agent (children die with their parent); A goes on.
+    await waitFor(() => onB.every((p) => !running(p)), 10_000);
+    const r = (await pool.map(T('where'), range(6), { chunksize: 1 })) as Where[];
+    assert.deepEqual(new Set(r.map((w) => w.host)), new Set(['A']));
+  } finally {
+    pool.close();
+    await pool.join();
+  }
+});
