@@ -1,5 +1,12 @@
 // Tensor: a typed n-d view (shape, stride, offset in elements) over a Storage, as in torch.
-import { DeviceMismatchError, IndexOutOfRangeError, InvalidShapeError, NotContiguousError, InvalidArgumentError, ReadOnlyError } from '../errors.js';
+import {
+  DeviceMismatchError,
+  IndexOutOfRangeError,
+  InvalidShapeError,
+  NotContiguousError,
+  InvalidArgumentError,
+  ReadOnlyError,
+} from '../errors.js';
 import { type DType, type DTypeInfo, type Scalar, type TypedArray, dtypeInfo } from './dtype.js';
 import { readScalar, writeScalar, forEachOffset } from './elements.js';
 import { checkDim, checkIndex, checkInt, contiguousStrides, inferShape } from './shape.js';
