@@ -5,7 +5,7 @@
 # Phases, each capped, about 8 minutes at worst:
 #   0 environment  1 driver probe (C, no toolkit: the driver facts the design rests on)
 #   2 tensorproc doctor  3 tensorproc's CUDA tests on the real driver (a skip is a failure)
-#   4 W5 bench beside torch (bench/anchors/torch-cuda.py)
+#   4 CUDA bench (W-cuda) beside torch (bench/anchors/torch-cuda.py)
 # Writes summary.txt env.txt probe-build.txt probe.txt doctor.txt tests.txt bench.json to $OUT.
 # TP_GPU_STANDIN=<libfakecuda.so> runs it all against the stand-in (a rehearsal on any machine).
 set -u
@@ -50,7 +50,7 @@ if [ -n "${TP_GPU_STANDIN:-}" ]; then REAL=0; else REAL=1; fi
 TP_CUDA_REAL=$REAL TENSORPROC_REQUIRE_CUDA=1 cap 200 "$NODE" test/run.mjs test/cuda/ > "$OUT/tests.txt" 2>&1; rc=$?
 log "tests exit $rc"; grep -E '^# (tests|pass|fail|skipped)|^not ok|^ *not ok' "$OUT/tests.txt" | tee -a "$OUT/summary.txt"
 
-log "phase 4: W5 bench beside torch"
+log "phase 4: CUDA bench (W-cuda) beside torch"
 rm -f "$OUT/bench.json"
 cap 180 "$NODE" dist/bench/cuda.js ${TP_GPU_STANDIN:+--quick} --json "$OUT/bench.json" 2>&1 | tail -20 | tee -a "$OUT/summary.txt"
 log "done"

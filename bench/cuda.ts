@@ -1,4 +1,4 @@
-// W5: CUDA tensors between processes (docs/cuda.md). One producer hands a fresh device
+// The CUDA workload (W-cuda): CUDA tensors between processes (docs/cuda.md). One producer hands a fresh device
 // tensor to one consumer, which reads its first element and releases it; messages per second
 // and the first message's latency, 1 MiB to 1 GiB, beside "copy" (a device-to-device clone of
 // the same size in one process) and, where Python has CUDA torch, torch.multiprocessing doing
@@ -18,7 +18,7 @@ const jsonAt = args.indexOf('--json');
 const jsonFile = jsonAt >= 0 ? args[jsonAt + 1] : undefined;
 
 function emit(o: Record<string, unknown>): void {
-  const line = JSON.stringify({ bench: 'W5', ...o });
+  const line = JSON.stringify({ bench: 'W-cuda', ...o });
   console.log(line);
   if (jsonFile !== undefined) appendFileSync(jsonFile, `${line}\n`);
 }
