@@ -18,7 +18,16 @@
 // server's max_payload: a larger one is refused (put a smaller value, or raise max_payload).
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { AckPolicy, RetentionPolicy, StorageType, jetstream, jetstreamManager, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  RetentionPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type Consumer,
+  type JetStreamClient,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import * as mp from '../index.js';
 import { decode, encode } from './codec.js';
 import { connectCluster, type ClusterOptions } from './connect.js';
@@ -58,6 +67,7 @@ export class Queue<T = unknown> {
   readonly name: string;
   readonly #o: QueueOptions;
   readonly #ready: Promise<{ nc: NatsConnection; js: JetStreamClient }>;
+  #consumer: Consumer | null = null;
   readonly #stream: string;
   readonly #subject: string;
   #closed = false;
@@ -162,20 +172,41 @@ export class Queue<T = unknown> {
   async #next(timeout: number | undefined): Promise<JsMsg> {
     this.#check();
     const { js } = await this.#ready;
-    const consumer = await js.consumers.get(this.#stream, 'tp');
     const until = timeout === undefined ? Infinity : performance.now() + timeout;
-    for (;;) {
+    for (let i = 0; ; i++) {
       const left = until - performance.now();
       if (left <= 0) throw new mp.QueueEmptyError(`cluster.Queue ${this.name}: nothing came within ${timeout} ms.`);
       let m: JsMsg | null = null;
       try {
-        m = await consumer.next({ expires: Math.max(1000, Math.min(left, 5000)) });
+        // Looked up inside the loop: while the stream elects a new leader (a server of three
+        // lost) the lookup itself times out, and that is a pause, not an error of get().
+        this.#consumer ??= await js.consumers.get(this.#stream, 'tp');
+        m = await this.#consumer.next({ expires: Math.max(1000, Math.min(left, 5000)) });
       } catch (e) {
         if (this.#closed) throw new mp.QueueClosedError(`cluster.Queue ${this.name} was closed while get() waited.`);
         void e; // a server lost: the client reconnects, and the next pull goes to a survivor
+        this.#consumer = null;
+        await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** i)));
       }
       if (m) return m;
       this.#check();
+    }
+  }
+
+  /** Acknowledges `m`, again while the stream has no leader: an ack is idempotent, a lost one a duplicate. */
+  async #ack(m: JsMsg): Promise<void> {
+    const until = performance.now() + PUT_RETRY_MS;
+    for (let i = 0; ; i++) {
+      try {
+        await m.ackAck({ timeout: 2000 });
+        return;
+      } catch (e) {
+        if (this.#closed || performance.now() > until)
+          throw new mp.ClusterUnavailableError(`cluster.Queue ${this.name}: the stream did not confirm an ack within ${PUT_RETRY_MS} ms.`, {
+            cause: e,
+          });
+        await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** i)));
+      }
     }
   }
 
@@ -183,7 +214,7 @@ export class Queue<T = unknown> {
   async get(options: GetOptions = {}): Promise<T> {
     const m = await this.#next(options.timeout);
     const value = decode(m.data) as T;
-    await m.ackAck();
+    await this.#ack(m);
     return value;
   }
 
@@ -193,9 +224,7 @@ export class Queue<T = unknown> {
     return {
       value: decode(m.data) as T,
       deliveries: m.info.deliveryCount,
-      ack: async () => {
-        await m.ackAck();
-      },
+      ack: () => this.#ack(m),
       nak: () => m.nak(),
     };
   }
