@@ -51,8 +51,9 @@ describe('a cluster Pool over two hosts', { timeout: 60_000 }, () => {
     assert.deepEqual(new Set(r.map((w) => w.host)), new Set(['A', 'B']));
     for (let i = 0; i < 16; i += 2) assert.equal(r[i]!.pid, r[i + 1]!.pid, 'a chunk runs in one worker');
     const [w] = (await pool.starmap(T('where'), [[7]])) as Where[];
-    assert.equal(w!.host, 'A'); // the head's host first
-    assert.ok(r.some((x) => x.host === 'A' && x.pid === w!.pid));
+    // The head's host first. Not which of A's workers: the agent hands its chunks to whichever
+    // worker is free, so one of them may have run none of the map's.
+    assert.equal(w!.host, 'A');
   });
 
   it("rejects a map with its task's error, rebuilt with its class and host", async () => {
