@@ -99,9 +99,9 @@ export function controlWords(size: number): number {
 // the items costs tens of ns an item (W3's first call: 0.6x torch's Pool). So the passes are
 // few: a worker runs a long chunk (PACK_MIN or more items, fn(item)) writing each result
 // straight into a Float64Array, with no result array and no packing pass after it
-// (runNumbers() in worker-main.ts); from the first result that is not a number on, the
-// chunk's results go as they are, the numbers before it as numbers. It narrows the array to
-// an Int32Array with native passes only (narrowNumbers()). The parent copies the results out
+// (runPacked() in packed-numbers-main.ts); from the first result that is not a number on,
+// the chunk's results go as they are, the numbers before it as numbers. It narrows the array
+// to an Int32Array with native passes only (narrowNumbers()). The parent copies the results out
 // with one loop per kind of values (copyResults()), so that none is deoptimised by another
 // kind, into an array made for the kind of the first results (resultArray()). Such a chunk's results are a DONE message's only values: it takes that path when
 // the batch holds no values yet (else its results join the batch's array, packed when it is
@@ -111,17 +111,6 @@ export const PACK_MIN = 1024;
 /** `xs` as a typed array when it is PACK_MIN or more numbers (NOTE [Packed numbers]), else `xs`. */
 export function packNumbers(xs: unknown[] | Int32Array | Float64Array): unknown[] | Int32Array | Float64Array {
   return !Array.isArray(xs) || xs.length < PACK_MIN ? xs : (packRange(xs, 0, xs.length) ?? xs);
-}
-
-/**
- * `nums` as an Int32Array when every one is an int32 other than -0, else `nums`. Native
- * passes only (convert, convert back, compare bytes: -0, NaN and what ToInt32 wraps differ
- * in their bytes), so that it costs nothing before V8 has compiled anything.
- */
-export function narrowNumbers(nums: Float64Array): Int32Array | Float64Array {
-  const ints = new Int32Array(nums);
-  const back = new Float64Array(ints);
-  return Buffer.from(back.buffer).equals(Buffer.from(nums.buffer, nums.byteOffset, nums.byteLength)) ? ints : nums;
 }
 
 /**

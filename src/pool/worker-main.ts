@@ -1,7 +1,7 @@
 // The Pool's worker main (NOTE [Pool protocol]): runs the initializer, then the chunks it is
 // given, in order, and sends their results back in batches.
 import { isMainThread } from 'node:worker_threads';
-import { checkMessage, encodeMessage, type Frame } from '../transport/index.js';
+import { encodeMessage, type Frame } from '../transport/index.js';
 import type { TargetSpec } from '../process/target.js';
 import { loadTarget } from '../process/target-load.js';
 import { markLoading } from '../process/bootstrap.js';
@@ -30,9 +30,10 @@ import {
   stealFromWord,
   stealToWord,
   PACK_MIN,
-  narrowNumbers,
   packNumbers,
 } from './messages.js';
+import { runPacked } from './packed-numbers-main.js';
+import { type Batch, refuseUnsendable, split } from './result-batch-main.js';
 
 export interface PoolWorkerStart {
   /** NOTE [Pool control block]. */
@@ -107,26 +108,6 @@ type Loaded = { fn: Function } | { error: unknown };
 
 /** No result computed yet (a result can be undefined). */
 const NO_RESULT: unknown = Symbol('no result');
-
-/**
- * fn(items[i]) for i in [from, to) into nums[i - from], while the results are numbers; the
- * index of the first that is not (kept in `notNumber`: fn is not called twice), else `to`.
- * One tight loop of its own: a user's first big map runs it before V8 has compiled it,
- * where a result array and a packing pass after it each cost as much again (NOTE [Packed numbers]).
- */
-function runNumbers(fn: Function, items: ArrayLike<unknown>, from: number, to: number, nums: Float64Array): number {
-  for (let i = from; i < to; i++) {
-    const r: unknown = fn(items[i]);
-    if (typeof r !== 'number') {
-      notNumber = r;
-      return i;
-    }
-    nums[i - from] = r;
-  }
-  return to;
-}
-/** The result runNumbers() stopped at. */
-let notNumber: unknown;
 
 class Runner {
   readonly #id: number;
@@ -270,18 +251,16 @@ class Runner {
       // NOTE [Packed numbers]: a long chunk's results go straight into a typed array while
       // they are numbers, when the batch holds no values yet (#record() sends it at once).
       if (!star && to - from >= PACK_MIN && mark === 0) {
-        const nums = new Float64Array(to - from);
-        i = runNumbers(fn, g.items, from, to, nums);
-        if (i === to) {
-          this.#values = narrowNumbers(nums);
+        const run = runPacked(fn, g.items, from, to);
+        if (run.packed !== null) {
+          this.#values = run.packed;
           this.#record(OK, to - from, null);
           return;
         }
-        // Result i is not a number: it and the ones after go as they are.
-        r = notNumber;
-        notNumber = undefined;
-        const values = this.#values as unknown[];
-        for (let j = 0; j < i - from; j++) values.push(nums[j]);
+        // Result run.stop is not a number: it and the ones after go as they are.
+        this.#values = run.before;
+        i = run.stop;
+        r = run.result;
       }
       for (; i < to; i++) {
         if (r === NO_RESULT) {
@@ -360,66 +339,4 @@ class Runner {
       this.#group = this.#chunk = 0;
     }
   }
-}
-
-interface Batch {
-  first: number;
-  status: number[] | null;
-  errors: unknown[] | null;
-  values: unknown[] | Int32Array | Float64Array;
-  lengths: number[];
-}
-
-/** The batch in two halves (each chunk's values stay with it). */
-function split(b: Batch): [Batch, Batch] {
-  const n = b.lengths.length >> 1;
-  let v = 0;
-  for (let k = 0; k < n; k++) v += b.lengths[k]!;
-  const failedBefore = b.status === null ? 0 : b.status.slice(0, n).filter((s) => s === FAILED).length;
-  const half = (from: number, to: number, vFrom: number, vTo: number, eFrom: number, eTo: number | undefined): Batch => ({
-    first: (b.first + from) | 0,
-    status: b.status?.slice(from, to) ?? null,
-    errors: b.errors?.slice(eFrom, eTo) ?? null,
-    values: b.values.slice(vFrom, vTo),
-    lengths: b.lengths.slice(from, to),
-  });
-  return [half(0, n, 0, v, 0, failedBefore), half(n, b.lengths.length, v, b.values.length, failedBefore, undefined)];
-}
-
-/**
- * The batch with each chunk whose results cannot travel (a function, a released tensor…)
- * turned into that chunk's failure, as CPython reports a result it cannot pickle.
- */
-function refuseUnsendable(b: Batch): Batch {
-  const status: number[] = [];
-  const errors: unknown[] = [];
-  const values: unknown[] = [];
-  const lengths: number[] = [];
-  let v = 0;
-  let e = 0;
-  for (let k = 0; k < b.lengths.length; k++) {
-    const s = b.status?.[k] ?? OK;
-    const len = b.lengths[k]!;
-    const mine = b.values.slice(v, v + len);
-    v += len;
-    if (s === FAILED) errors.push(b.errors![e++]);
-    let refused: unknown = null;
-    if (s === OK) {
-      try {
-        checkMessage(mine, 'result');
-      } catch (err) {
-        refused = err;
-      }
-    }
-    if (refused !== null) {
-      status.push(FAILED);
-      errors.push(serializeError(refused));
-      lengths.push(0);
-    } else {
-      status.push(s);
-      lengths.push(s === OK ? len : 0);
-      if (s === OK) values.push(...mine);
-    }
-  }
-  return { first: b.first, status, errors: errors.length ? errors : null, values, lengths };
 }
