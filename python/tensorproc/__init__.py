@@ -10,6 +10,7 @@ from . import _segment as S
 from ._channels import ChannelClosedError, Connection, Event, JoinableQueue, Queue, QueueEmpty, QueueFull, SimpleQueue
 from ._frames import FrameDecodeError, NotTransferableError, DTYPES
 from ._segment import BadHandleError
+from ._v8 import UnsupportedValueError
 from ._attach import AttachError, NameForbiddenError, NameNotFoundError
 
 __version__ = "0.1.0"
@@ -18,7 +19,7 @@ PROTOCOL_VERSION = F.FRAME_VERSION
 __all__ = [
     "attach", "empty", "zeros", "release", "is_shared", "to_torch", "set_sharing_strategy",
     "get_sharing_strategy", "JoinableQueue", "Queue", "SimpleQueue", "Connection", "Event", "QueueEmpty",
-    "QueueFull", "ChannelClosedError", "FrameDecodeError", "NotTransferableError",
+    "QueueFull", "ChannelClosedError", "FrameDecodeError", "UnsupportedValueError", "NotTransferableError",
     "BadHandleError", "AttachError", "NameNotFoundError", "NameForbiddenError", "DTYPES",
 ]
 

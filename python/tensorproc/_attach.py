@@ -1,6 +1,5 @@
 """tensorproc.attach(name): finds a named object in the registry and receives it by the attach
 exchange (docs/named.md, "The registry and the attach exchange")."""
-import array
 import errno
 import json
 import os
@@ -10,7 +9,7 @@ import stat
 import struct
 import time
 
-from ._channels import Connection, Event, JoinableQueue, Queue, SimpleQueue
+from ._channels import Connection, Event, JoinableQueue, Queue, SimpleQueue, fds_of
 from ._manager import manager_dir
 
 EXCHANGE_VERSION = 1
@@ -87,12 +86,7 @@ def _exchange(path, name):
             raise NameForbiddenError("The object named %r belongs to another user." % name)
         s.send(json.dumps({"t": "attach", "v": EXCHANGE_VERSION, "name": name}).encode())
         data, anc, flags, _ = s.recvmsg(MAX_EXCHANGE, socket.CMSG_SPACE(253 * 4), socket.MSG_CMSG_CLOEXEC)
-        fds = []
-        for level, kind, payload in anc:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                a = array.array("i")
-                a.frombytes(payload[: len(payload) - len(payload) % 4])
-                fds.extend(a)
+        fds = fds_of(anc)
         try:
             msg = json.loads(data.decode("utf-8")) if data else None
         except ValueError:

@@ -50,6 +50,18 @@ class _Words:
         os.close(self.fd)
 
 
+def fds_of(anc):
+    """The descriptors of a recvmsg()'s SCM_RIGHTS ancillary data (the one reader of them: the
+    channels here and the attach exchange)."""
+    fds = []
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            a = array.array("i")
+            a.frombytes(payload[: len(payload) - len(payload) % 4])
+            fds.extend(a)
+    return fds
+
+
 def _deadline(timeout):
     return None if timeout is None else time.monotonic() + max(0.0, timeout)
 
@@ -92,12 +104,7 @@ class _Endpoint:
                     return None
                 _wait(sock, select.POLLIN, left)
                 continue
-            fds = []
-            for level, kind, payload in anc:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    a = array.array("i")
-                    a.frombytes(payload[: len(payload) - len(payload) % 4])
-                    fds.extend(a)
+            fds = fds_of(anc)
             if not data and not fds:
                 raise ChannelClosedError("The other end of this channel is closed (every Node process holding it has gone).")
             if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
@@ -182,11 +189,8 @@ class Queue(SimpleQueue):
         got = None
         try:
             data, anc, _, _ = self._e.send_sock.recvmsg(64, socket.CMSG_SPACE(8), socket.MSG_DONTWAIT)
-            for level, kind, payload in anc:
-                a = array.array("i")
-                a.frombytes(payload[: len(payload) - len(payload) % 4])
-                for fd in a:
-                    os.close(fd)
+            for fd in fds_of(anc):
+                os.close(fd)
             got = True
         except (BlockingIOError, OSError):
             got = False

@@ -89,11 +89,14 @@ def decode(data, fds):
             return _decode_tensor(data, fds)
         if kind == KIND_PLAIN:
             return _Plain(data, fds).decode()
-        if kind in (KIND_VALUE, KIND_SPILL):
-            raise FrameDecodeError(
-                "A received message is a VALUE frame (V8 serializer: a Map, Date, bigint, typed array, a value met "
-                "twice…), which the Python peer does not read: send plain values (numbers, strings, arrays, plain "
-                "objects) and tensors.")
+        if kind == KIND_VALUE:
+            from ._value import decode_value
+
+            return decode_value(data, fds)
+        if kind == KIND_SPILL:
+            from ._value import decode_spill
+
+            return decode_spill(data, fds)
         raise FrameDecodeError("A received message has an unknown frame kind %d." % kind)
     finally:
         for fd in fds:

@@ -25,6 +25,34 @@ def describe(a):
     return {"dtype": name, "shape": list(a.shape), "stride": [s // size for s in a.strides], "first": first, "last": last}
 
 
+def tagged(v):
+    """A VALUE frame's Python value as JSON-like data Node can compare (types named)."""
+    import datetime
+    import math
+
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return {"t": "int", "v": str(v)}
+    if isinstance(v, float):
+        return {"t": "float", "v": "nan" if math.isnan(v) else repr(v)}
+    if isinstance(v, np.ndarray):
+        return {"t": "ndarray", "dtype": v.dtype.name, "v": [str(x) for x in v.tolist()], "shared": tp.is_shared(v)}
+    if isinstance(v, bytearray):
+        return {"t": "bytes", "v": list(v)}
+    if isinstance(v, datetime.datetime):
+        return {"t": "date", "v": v.isoformat()}
+    if isinstance(v, list):
+        return [tagged(x) for x in v]
+    if isinstance(v, set):
+        return {"t": "set", "v": sorted((tagged(x) for x in v), key=repr)}
+    if isinstance(v, dict):
+        if all(isinstance(k, str) for k in v):
+            return {"t": "dict", "v": {k: tagged(x) for k, x in v.items()}}
+        return {"t": "map", "v": [[tagged(k), tagged(x)] for k, x in v.items()]}
+    return {"t": type(v).__name__}
+
+
 def walk(v, f):
     if isinstance(v, np.ndarray):
         return f(v)
@@ -36,7 +64,11 @@ def walk(v, f):
 
 
 while True:
-    m = inbox.get()
+    try:
+        m = inbox.get()
+    except tp.FrameDecodeError as e:  # what the peer cannot read is answered, not fatal
+        outbox.put({"error": e.code, "type": type(e).__name__, "tag": getattr(e, "tag", None), "message": str(e)})
+        continue
     if isinstance(m, np.ndarray):  # a lone tensor: back as it came (a TENSOR frame both ways)
         outbox.put(m)
         m = None
@@ -44,6 +76,18 @@ while True:
     op = m["op"]
     if op == "echo":  # the value back as it came (tensors: the same memory), and what Python saw
         outbox.put({"value": m["value"], "seen": walk(m["value"], describe)})
+    elif op == "tagged":  # a VALUE frame's value, its types named (test/python/value.test.ts)
+        out = tagged(m["value"])
+        m = None  # its arrays are collected before the answer goes
+        outbox.put(out)
+    elif op == "big":  # a Map too large to answer whole: its size, its last entry, its tensor
+        big = m["value"]["big"]
+        k = max(big)
+        out = {"n": len(big), "last": [k, big[k]], "t": tagged(m["value"]["t"])}
+        m = big = None
+        outbox.put(out)
+    elif op == "same":  # whether two received objects are one Python object (references in V8's format)
+        outbox.put(m["value"][0] is m["value"][1])
     elif op == "fill":  # a write from Python that Node must see
         m["t"][...] = m["v"]
         outbox.put("filled")

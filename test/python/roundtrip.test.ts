@@ -7,6 +7,7 @@
 import { test, describe, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
+import { DTYPES, type DType } from '../../src/tensor/dtype.js';
 import { segmentCache, receiveCache } from '../../src/sharing/index.js';
 import { holders } from '../../src/sharing/segment-header.js';
 import { checkLeaks, namesHeldBy } from '../helpers/leaks.js';
@@ -15,24 +16,9 @@ import { hasTorch, noPython, startPeer, type Peer } from './python-peer.js';
 checkLeaks();
 afterEach(() => mp.setSharingStrategy('file_descriptor'));
 
-// numpy's names for tensorproc's dtypes; bfloat16 arrives as uint16 words tagged bfloat16.
-const DTYPES = [
-  'float32',
-  'float64',
-  'int8',
-  'uint8',
-  'int16',
-  'uint16',
-  'int32',
-  'uint32',
-  'int64',
-  'uint64',
-  'bool',
-  'float16',
-  'bfloat16',
-] as const;
+// numpy's names for tensorproc's dtypes are the same; bfloat16 arrives as uint16 words tagged bfloat16.
 
-function sample(dtype: (typeof DTYPES)[number]): mp.Tensor {
+function sample(dtype: DType): mp.Tensor {
   const t = mp.empty([3, 4], { dtype, shared: true });
   for (let i = 0; i < 3; i++)
     for (let j = 0; j < 4; j++) {

@@ -32,11 +32,13 @@ export const MAX_DATAGRAM = 64 * 1024;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-export function encode(msg: ClientMessage | ManagerMessage): Uint8Array {
+/** One datagram's JSON; also the attach exchange's (src/transport/names/exchange.ts). */
+export function encode(msg: ClientMessage | ManagerMessage | object): Uint8Array {
   return encoder.encode(JSON.stringify(msg));
 }
 
-function parse(bytes: Uint8Array): Record<string, unknown> | null {
+/** A datagram's JSON object, or null if it is not one. */
+export function parse(bytes: Uint8Array): Record<string, unknown> | null {
   try {
     const v: unknown = JSON.parse(decoder.decode(bytes));
     return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;

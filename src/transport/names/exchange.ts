@@ -15,6 +15,7 @@ import { addon } from '../../native/index.js';
 import { FrameDecodeError } from '../../errors.js';
 import { Reducer, Rebuilder } from '../message-table.js';
 import { reductionNamed, type Reduction } from '../registry.js';
+import { encode, parse } from '../../sharing/manager/protocol.js';
 
 export const EXCHANGE_VERSION = 1;
 /** Largest datagram either side sends or accepts. */
@@ -25,20 +26,9 @@ export type Reply =
   | { t: 'object'; v: number; kind: string; table: [string, unknown][] }
   | { t: 'error'; v: number; code: string; message: string };
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder('utf-8', { fatal: true });
-
+// One JSON object per datagram, as the file_system manager's protocol: its encoder and parser.
 export function encodeJson(msg: Request | Reply): Uint8Array {
-  return encoder.encode(JSON.stringify(msg));
-}
-
-function parse(bytes: Uint8Array): Record<string, unknown> | null {
-  try {
-    const v: unknown = JSON.parse(decoder.decode(bytes));
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
+  return encode(msg);
 }
 
 /** A request, or null if the datagram is not one (the creator then closes the connection). */
