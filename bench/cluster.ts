@@ -1,8 +1,11 @@
 // W5 (issue 29): the Pool on a cluster (docs/cluster.md), side by side with what it must not
 // lose to. One nats-server on loopback and agents as processes of their own, with host ids:
-//  - a cluster Pool of 2 whose workers all sit on the head's host (agent 'h') against the
-//    local Pool of 2, on W3's tiny tasks (default chunksize) and on 200 tasks of ~2 ms each
-//    at chunksize 1 (goal: at most 1.05x the local Pool's time);
+//  - (a) a cluster Pool of 2 whose workers all sit on the head's host (agent 'h', the head's
+//    own host id: NOTE [Same-host slots]) against the local Pool of 2, on W3's cases (20,000
+//    tiny tasks at chunksize 1, 200,000 at the default chunksize, 500 tasks returning a fresh
+//    1 MiB float32 tensor: bench/lib/w3-tasks.ts for both pools) (goal: at most 1.05x the local
+//    Pool's time). Both pools are kept and warmed; each trial times one call of each, which
+//    goes first alternating, and the ratio is of the medians;
 //  - 1 MiB and 16 MiB tensors sent to a worker on another host (agent 'r', a process with a
 //    host id of its own: its own copy into its own shared memory) against raw TCP between two
 //    Node processes moving the same bytes one way with a 1-byte reply (goal: at least 0.5x).
@@ -17,7 +20,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { Pool, full } from '../src/index.js';
+import { Pool, full, type Tensor } from '../src/index.js';
 import { benchEnv, runWorkload, type Step, type StepRecord } from './lib/workload.js';
 
 const env = benchEnv();
@@ -48,8 +51,8 @@ async function lineOf(p: ChildProcess, stream: NodeJS.ReadableStream, re: RegExp
 const server = spawn(NATS, ['-a', '127.0.0.1', '-p', '-1'], { stdio: ['ignore', 'ignore', 'pipe'] });
 const url = `nats://${await lineOf(server, server.stderr!, /127\.0\.0\.1:\d+/)}`;
 server.stderr!.resume();
-async function agent(host: string, slots: number): Promise<ChildProcess> {
-  const p = spawn(process.execPath, [CLI, 'agent', '--server', url, '--slots', String(slots), '--host-id', host, '--root', root], {
+async function agent(host: string, slots: number, dir = root): Promise<ChildProcess> {
+  const p = spawn(process.execPath, [CLI, 'agent', '--server', url, '--slots', String(slots), '--host-id', host, '--root', dir], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await lineOf(p, p.stdout!, /: ready/);
@@ -61,9 +64,10 @@ async function stop(p: ChildProcess): Promise<void> {
   if (p.exitCode === null && p.signalCode === null) await once(p, 'exit');
 }
 
-const TINY = env.quick ? 50_000 : 200_000;
-const SPIN = env.quick ? 50 : 200;
-const TRIALS = env.quick ? 1 : 3;
+const TRIALS = env.quick ? 1 : 5;
+const W3 = fileURLToPath(new URL('./lib/', import.meta.url)); // w3-tasks.js: the (a) cases' code root
+const W3T = (name: string) => ({ module: join(W3, 'w3-tasks.js'), export: name });
+const SCALE = env.quick ? 10 : 1;
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
@@ -71,20 +75,26 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
-/** Median seconds of `TRIALS` calls of each pool, interleaved. */
+/** Median seconds of `TRIALS` calls of each pool, interleaved (which goes first alternates); their ratio. */
 async function poolCase(name: string, run: (p: Pool) => Promise<unknown>, local: Pool, cluster: Pool): Promise<StepRecord[]> {
-  await run(local); // warm: workers started, modules loaded
+  await run(local); // warm: workers started, modules loaded, V8's code for the call
   await run(cluster);
   const a: number[] = [];
   const b: number[] = [];
   for (let i = 0; i < TRIALS; i++) {
-    a.push(await timed(() => run(local)));
-    b.push(await timed(() => run(cluster)));
+    if (i % 2 === 0) {
+      a.push(await timed(() => run(local)));
+      b.push(await timed(() => run(cluster)));
+    } else {
+      b.push(await timed(() => run(cluster)));
+      a.push(await timed(() => run(local)));
+    }
   }
   const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
   return [
-    { impl: 'local Pool', case: name, value: med(a), unit: 's', better: 'lower' },
-    { impl: 'cluster Pool, all on this host', case: name, value: med(b), unit: 's', better: 'lower' },
+    { impl: 'local Pool', case: name, value: med(a), unit: 's', better: 'lower', count: TRIALS },
+    { impl: 'cluster Pool, all on this host', case: name, value: med(b), unit: 's', better: 'lower', count: TRIALS },
+    { impl: 'cluster / local', case: name, value: med(b) / med(a), unit: 'x', better: 'lower' },
   ];
 }
 
@@ -123,15 +133,21 @@ steps.push({
   label: 'cluster Pool on this host vs local Pool',
   weight: 10,
   async run() {
-    agentH = await agent('h', 2);
+    agentH = await agent('h', 2, W3);
     local = new Pool({ processes: 2 });
-    cluster = new Pool({ processes: 2, cluster: { servers: url, root, hostId: 'h' } });
-    const range = Array.from({ length: TINY }, (_, i) => i);
+    cluster = new Pool({ processes: 2, cluster: { servers: url, root: W3, hostId: 'h' } });
+    const tiny = Array.from({ length: 20_000 / SCALE }, (_, i) => i);
+    const many = Array.from({ length: 200_000 / SCALE }, (_, i) => i);
+    const tensors = Array.from({ length: 500 / SCALE }, (_, i) => i);
     const out = [
-      ...(await poolCase(`${TINY} tiny tasks, default chunksize`, (p) => p.map(T('square'), range), local, cluster)),
+      ...(await poolCase(`${tiny.length} tiny tasks, chunksize 1`, (p) => p.map(W3T('square'), tiny, { chunksize: 1 }), local, cluster)),
+      ...(await poolCase(`${many.length} tiny tasks, default chunksize`, (p) => p.map(W3T('square'), many), local, cluster)),
       ...(await poolCase(
-        `${SPIN} tasks of 2 ms, chunksize 1`,
-        (p) => p.map(T('spin'), new Array(SPIN).fill(2), { chunksize: 1 }),
+        `${tensors.length} fresh 1 MiB tensor results`,
+        async (p) => {
+          const ts = await p.map<Tensor>(W3T('freshTensor'), tensors);
+          for (const t of ts) t.release();
+        },
         local,
         cluster,
       )),

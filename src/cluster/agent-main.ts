@@ -13,6 +13,7 @@ import {
   DISCOVER,
   HEARTBEAT_MS,
   agentBeat,
+  bootId,
   headBeat,
   headSubject,
   jobSubject,
@@ -36,7 +37,8 @@ const HOST_ENV = 'TENSORPROC_HOST_ID' satisfies EnvName;
 
 interface Job {
   id: string;
-  pool: mp.Pool;
+  /** Null for slots the head runs itself, on this machine (NOTE [Same-host slots]): only held here. */
+  pool: mp.Pool | null;
   slots: number;
   sub: Subscription;
   beat: Subscription;
@@ -97,7 +99,7 @@ export class Agent {
   }
 
   #offer(m: Msg): void {
-    const offer: Offer = { host: this.host, slots: this.slots, free: this.free };
+    const offer: Offer = { host: this.host, slots: this.slots, free: this.free, boot: bootId() };
     m.respond(encode(offer));
   }
 
@@ -108,12 +110,14 @@ export class Agent {
       if (this.#jobs.has(req.job)) throw new mp.InvalidArgumentError(`job ${req.job} is already open here`);
       if (!Number.isInteger(req.slots) || req.slots < 1 || req.slots > this.free)
         throw new mp.ClusterUnavailableError(`host ${this.host} has ${this.free} free slots, ${req.slots} asked`);
-      const pool = new mp.Pool({
-        processes: req.slots,
-        initializer: req.initializer ? this.#target(req.initializer) : null,
-        initargs: req.initargs,
-        maxtasksperchild: req.maxtasksperchild,
-      });
+      const pool = req.local
+        ? null
+        : new mp.Pool({
+            processes: req.slots,
+            initializer: req.initializer ? this.#target(req.initializer) : null,
+            initargs: req.initargs,
+            maxtasksperchild: req.maxtasksperchild,
+          });
       const job: Job = {
         id: req.job,
         pool,
@@ -125,7 +129,7 @@ export class Agent {
         lease: setTimeout(() => this.#expire(job), req.leaseMs),
       };
       this.#jobs.set(req.job, job);
-      this.#log(`job ${req.job}: ${req.slots} slots`);
+      this.#log(`job ${req.job}: ${req.slots} slots${pool === null ? ', run by its head on this machine' : ''}`);
       m.respond(encode({ ok: true }));
     } catch (e) {
       m.respond(encode({ ok: false, error: errorToData(e) }));
@@ -151,6 +155,7 @@ export class Agent {
     };
     let p: Promise<unknown[]>;
     try {
+      if (job.pool === null) throw new mp.InvalidArgumentError(`job ${job.id}: its head runs its workers itself, on this machine`);
       const target = this.#target(m.target);
       p = m.star
         ? job.pool.starmap(target, m.items as unknown[][], { chunksize: m.items.length })
@@ -190,12 +195,14 @@ export class Agent {
     this.#receivers.delete(job.id);
     clearTimeout(job.lease);
     job.beat.unsubscribe();
-    if (terminate) job.pool.terminate();
-    else {
-      await Promise.allSettled([...job.running]);
-      job.pool.close();
+    if (job.pool !== null) {
+      if (terminate) job.pool.terminate();
+      else {
+        await Promise.allSettled([...job.running]);
+        job.pool.close();
+      }
+      await job.pool.join().catch(() => {});
     }
-    await job.pool.join().catch(() => {});
     job.sub.unsubscribe();
     if (!this.#nc.isClosed()) this.#send.send(headSubject(job.id), { op: 'closed', host: this.host } satisfies ToHead);
     this.#log(`job ${job.id}: ${terminate ? 'terminated' : 'closed'}`);

@@ -2,6 +2,8 @@
 // An entry of its own (package.json "exports"): the core never imports it; `new Pool({ cluster })`
 // loads it when asked (pool/cluster-link.ts).
 export { createRemotePool } from './pool-head.js';
+/** Internal: the initializer of the head's own-host workers (NOTE [Same-host slots]). */
+export { hostInit } from './pool-local.js';
 export { Agent, runAgent } from './agent-main.js';
 export type { AgentOptions } from './agent-main.js';
 export type { ClusterOptions } from './connect.js';

@@ -1,58 +1,19 @@
-// The head of a cluster Pool (NOTE [Cluster pool]): places the pool's slots on agents, sends
-// chunks to hosts with room, puts results back in order, and turns a silent host into
-// HostLostError for what it held.
+// The head of a cluster Pool (NOTE [Cluster pool]): its calls, to this host's own slots whole
+// when they are all there are (NOTE [Same-host slots]), else as chunks to hosts with room;
+// its lifecycle (close, terminate, join) and liveness. Where the slots are is
+// pool-placement.ts's; the chunks and their results pool-calls.ts's; NATS pool-wire.ts's.
 import { randomBytes } from 'node:crypto';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { resolve } from 'node:path';
+import type { NatsConnection } from '@nats-io/transport-node';
 import * as mp from '../index.js';
 import type { RemotePool, RemotePoolOptions } from '../pool/cluster-link.js';
 import { connectCluster, hostId } from './connect.js';
-import { Receiver, Sender, decode, encode, errorFromData } from './codec.js';
-import {
-  DEFAULT_HOST_TIMEOUT_MS,
-  DISCOVER,
-  HEARTBEAT_MS,
-  agentBeat,
-  headBeat,
-  headSubject,
-  jobSubject,
-  openSubject,
-  type OpenRequest,
-  type Offer,
-  type ToAgent,
-  type ToHead,
-  type WireTarget,
-} from './protocol.js';
-
-interface CallState {
-  results: unknown[][];
-  remaining: number;
-  settled: boolean;
-  resolve(values: unknown[][]): void;
-  reject(e: Error): void;
-  /** Called with each chunk's values as it arrives (imapUnordered). */
-  each?: (values: unknown[]) => void;
-}
-
-interface Chunk {
-  seq: number;
-  call: CallState;
-  index: number;
-  target: WireTarget;
-  items: readonly unknown[];
-  star: boolean;
-}
-
-interface Host {
-  name: string;
-  slots: number;
-  held: Map<number, Chunk>;
-  lastBeat: number;
-  beat: Subscription;
-  lost: boolean;
-  closed: boolean;
-}
+import { errorFromData } from './codec.js';
+import { DEFAULT_HOST_TIMEOUT_MS, HEARTBEAT_MS, headBeat, type ToHead } from './protocol.js';
+import { Calls, asTheyCome, type Chunk } from './pool-calls.js';
+import { Placement, type Host } from './pool-placement.js';
+import type { LocalSlots } from './pool-local.js';
+import { HeadWire, wireTarget } from './pool-wire.js';
 
 export class ClusterPool implements RemotePool {
   readonly #o: RemotePoolOptions;
@@ -60,15 +21,15 @@ export class ClusterPool implements RemotePool {
   readonly #root: string;
   readonly #hostTimeout: number;
   readonly #ready: Promise<void>;
+  readonly #calls = new Calls();
   #nc: NatsConnection | null = null;
-  #send: Sender | null = null;
-  /** Hosts in placement order: this host's first. */
-  #hosts: Host[] = [];
-  readonly #queue: Chunk[] = [];
-  #seq = 0;
+  #wire: HeadWire | null = null;
+  #placement: Placement | null = null;
   #timer: NodeJS.Timeout | null = null;
   #ended: Promise<void> | null = null;
   #closing = false;
+  #onIdle: (() => void) | null = null;
+  readonly #closedWaiters = new Map<string, () => void>();
 
   constructor(o: RemotePoolOptions) {
     this.#o = o;
@@ -83,136 +44,16 @@ export class ClusterPool implements RemotePool {
     const me = hostId(c.hostId);
     const nc = await connectCluster({ ...c, name: `tensorproc head ${me}` });
     this.#nc = nc;
-    this.#send = new Sender(nc);
-    const receiver = new Receiver();
-    nc.subscribe(headSubject(this.#job), {
-      callback: (_e, m) => {
-        const got = receiver.take(m);
-        if (got) this.#onResult(got.value as ToHead);
-      },
-    });
+    this.#wire = new HeadWire(nc, this.#job, (m) => this.#onMessage(m));
     this.#timer = setInterval(() => this.#tick(), HEARTBEAT_MS);
     nc.publish(headBeat(this.#job));
+    this.#placement = new Placement(nc, this.#job, this.#o, this.#root, this.#hostTimeout);
     try {
-      await this.#place(me, c.connectTimeout ?? 10_000);
+      await this.#placement.place(me, c.connectTimeout ?? 10_000);
     } catch (e) {
       await this.#shutdown(true);
       throw e;
     }
-  }
-
-  /** Takes `processes` slots from the agents, this host's first, then the others' by name. */
-  async #place(me: string, timeout: number): Promise<void> {
-    const nc = this.#nc!;
-    const deadline = performance.now() + timeout;
-    let want = this.#o.processes;
-    let seen = 0;
-    while (want > 0) {
-      const offers: Offer[] = [];
-      for await (const m of await nc.requestMany(DISCOVER, undefined, { strategy: 'stall', stall: 150, maxWait: 1000 }))
-        offers.push(decode(m.data) as Offer);
-      offers.sort((a, b) => (a.host === me ? -1 : b.host === me ? 1 : a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
-      seen = offers.reduce((n, o) => n + o.free, 0) + (this.#o.processes - want);
-      for (const offer of offers) {
-        if (want === 0) break;
-        if (this.#hosts.some((h) => h.name === offer.host)) continue;
-        const n = Math.min(want, offer.free);
-        if (n < 1) continue;
-        if (await this.#open(offer.host, n)) want -= n;
-      }
-      if (want > 0 && performance.now() > deadline)
-        throw new mp.ClusterUnavailableError(
-          `The agents at ${String(this.#o.cluster.servers)} offer ${seen} free slots; this Pool asks for ${this.#o.processes}. Start more agents (npx tensorproc agent --server URL --slots N), or ask for fewer processes.`,
-        );
-    }
-  }
-
-  async #open(name: string, slots: number): Promise<boolean> {
-    const nc = this.#nc!;
-    const req: OpenRequest = {
-      job: this.#job,
-      slots,
-      leaseMs: this.#hostTimeout,
-      initializer: this.#o.initializer ? this.#wire(this.#o.initializer) : null,
-      initargs: this.#o.initargs,
-      maxtasksperchild: this.#o.maxtasksperchild,
-    };
-    const host: Host = {
-      name,
-      slots,
-      held: new Map(),
-      lastBeat: performance.now(),
-      lost: false,
-      closed: false,
-      beat: nc.subscribe(agentBeat(name), {
-        callback: () => {
-          host.lastBeat = performance.now();
-        },
-      }),
-    };
-    let reply: { ok: boolean; error?: Record<string, unknown> };
-    try {
-      reply = decode((await nc.request(openSubject(name), encode(req), { timeout: 5000 })).data) as typeof reply;
-    } catch {
-      reply = { ok: false };
-    }
-    if (!reply.ok) {
-      host.beat.unsubscribe();
-      return false;
-    }
-    this.#hosts.push(host);
-    return true;
-  }
-
-  /** A target as agents resolve it: a path under the code root, or a package specifier. */
-  #wire(t: mp.Target): WireTarget {
-    if (t === null || typeof t !== 'object' || !(typeof t.module === 'string' || t.module instanceof URL))
-      throw new mp.InvalidArgumentError("A cluster Pool's target is { module, export }, its module under cluster.root (docs/cluster.md).");
-    const exp = t.export ?? 'default';
-    const m = t.module instanceof URL ? t.module.href : t.module;
-    let file: string | null = null;
-    if (m.startsWith('file:')) file = fileURLToPath(m);
-    else if (isAbsolute(m)) file = m;
-    else if (m.startsWith('.') || /\.[cm]?js$/.test(m)) file = resolve(this.#root, m);
-    if (file === null) return { path: null, specifier: m, export: exp };
-    const rel = relative(this.#root, file);
-    if (rel.startsWith('..') || isAbsolute(rel))
-      throw new mp.InvalidArgumentError(
-        `The target ${m} is not under the cluster's code root ${this.#root}: agents find modules under their --root (set cluster.root).`,
-      );
-    return { path: rel.split(sep).join('/'), specifier: null, export: exp };
-  }
-
-  #call(
-    target: mp.Target,
-    items: readonly unknown[],
-    chunksize: number,
-    star: boolean,
-    signal?: AbortSignal,
-    each?: (v: unknown[]) => void,
-  ): Promise<unknown[][]> {
-    const wire = this.#wire(target);
-    return new Promise<unknown[][]>((res, rej) => {
-      const n = Math.ceil(items.length / chunksize);
-      const call: CallState = {
-        results: new Array(n),
-        remaining: n,
-        settled: false,
-        resolve: res,
-        reject: rej,
-        each,
-      };
-      if (n === 0) return res([]);
-      if (signal) {
-        const onAbort = (): void => this.#fail(call, new mp.AbortError(undefined, { cause: signal.reason }));
-        if (signal.aborted) return onAbort();
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
-      for (let i = 0; i < n; i++) {
-        this.#queue.push({ seq: this.#seq++, call, index: i, target: wire, items: items.slice(i * chunksize, (i + 1) * chunksize), star });
-      }
-      this.#pump();
-    });
   }
 
   async map(
@@ -223,13 +64,23 @@ export class ClusterPool implements RemotePool {
     signal?: AbortSignal,
   ): Promise<unknown[]> {
     await this.#ready;
+    const wire = wireTarget(this.#root, target);
+    const here = this.#placement!.onlyLocal();
+    if (here !== null) return here.map(wire, items, chunksize, star, signal);
     const size = chunksize ?? Math.max(1, Math.ceil(items.length / (4 * this.#o.processes)));
-    return (await this.#call(target, items, size, star, signal)).flat(1);
+    const all = this.#calls.add(wire, items, size, star, signal);
+    this.#pump();
+    return (await all).flat(1);
   }
 
   async apply(target: mp.Target, args: readonly unknown[], signal?: AbortSignal): Promise<unknown> {
     await this.#ready;
-    return (await this.#call(target, [args], 1, true, signal))[0]![0];
+    const wire = wireTarget(this.#root, target);
+    const here = this.#placement!.onlyLocal();
+    if (here !== null) return here.apply(wire, args, signal);
+    const all = this.#calls.add(wire, [args], 1, true, signal);
+    this.#pump();
+    return (await all)[0]![0];
   }
 
   async *imap(
@@ -239,135 +90,106 @@ export class ClusterPool implements RemotePool {
     ordered: boolean,
   ): AsyncIterableIterator<unknown> {
     await this.#ready;
-    const items: unknown[] = [];
-    for await (const x of iterable) items.push(x);
-    if (ordered) {
-      yield* (await this.#call(target, items, chunksize, false)).flat(1);
+    const wire = wireTarget(this.#root, target);
+    const here = this.#placement!.onlyLocal();
+    if (here !== null) {
+      yield* here.imap(wire, iterable, chunksize, ordered);
       return;
     }
-    const ready: unknown[][] = [];
-    let wake: (() => void) | null = null;
-    const all = this.#call(target, items, chunksize, false, undefined, (v) => {
-      ready.push(v);
-      wake?.();
-    });
-    let finished = false;
-    let failure: unknown = null;
-    all
-      .then(
-        () => (finished = true),
-        (e: unknown) => {
-          failure = e;
-          finished = true;
-        },
-      )
-      .finally(() => wake?.());
-    for (;;) {
-      while (ready.length) yield* ready.shift()!;
-      if (failure !== null) throw failure;
-      if (finished) return;
-      await new Promise<void>((r) => (wake = r));
-      wake = null;
-    }
+    const items: unknown[] = [];
+    for await (const x of iterable) items.push(x);
+    const start = (each?: (v: unknown[]) => void): Promise<unknown[][]> => {
+      const all = this.#calls.add(wire, items, chunksize, false, undefined, each);
+      this.#pump();
+      return all;
+    };
+    if (ordered) yield* (await start()).flat(1);
+    else yield* asTheyCome(start);
   }
 
-  /** Sends queued chunks to hosts with room: at most two chunks a slot in flight, this host's first. */
+  /** Gives queued chunks to hosts with room: at most two chunks a slot, this host's first. */
   #pump(): void {
     if (this.#onIdle !== null && this.#isIdle()) {
       this.#onIdle();
       this.#onIdle = null;
     }
-    if (this.#queue.length === 0) return;
-    for (const h of this.#hosts) {
+    const queue = this.#calls.queue;
+    if (queue.length === 0) return;
+    const hosts = this.#placement?.hosts ?? [];
+    for (const h of hosts) {
       if (h.lost || h.closed) continue;
-      while (this.#queue.length > 0 && h.held.size < 2 * h.slots) {
-        const c = this.#queue.shift()!;
+      while (queue.length > 0 && h.held.size < 2 * h.slots) {
+        const c = queue.shift()!;
         if (c.call.settled) continue;
         h.held.set(c.seq, c);
-        this.#send!.send(jobSubject(h.name, this.#job), {
-          op: 'run',
-          seq: c.seq,
-          target: c.target,
-          items: c.items,
-          star: c.star,
-        } satisfies ToAgent);
+        if (h.local !== null) this.#runHere(h, c);
+        else this.#wire!.send(h.name, { op: 'run', seq: c.seq, target: c.target, items: c.items, star: c.star });
       }
     }
-    if (this.#queue.length > 0 && !this.#hosts.some((h) => !h.lost && !h.closed)) {
-      const e = new mp.HostLostError(
-        'Every host of this cluster Pool is lost: nothing is left to run its tasks.',
-        this.#hosts[0]?.name ?? '',
-      );
-      for (const c of this.#queue.splice(0)) this.#fail(c.call, e);
+    if (queue.length > 0 && !hosts.some((h) => !h.lost && !h.closed)) {
+      const e = new mp.HostLostError('Every host of this cluster Pool is lost: nothing is left to run its tasks.', hosts[0]?.name ?? '');
+      for (const c of queue.splice(0)) this.#calls.fail(c.call, e);
     }
   }
 
-  #onResult(m: ToHead): void {
-    const host = this.#hosts.find((h) => h.name === m.host);
+  /** A chunk for this host's own workers: one call of the local Pool, no wire (NOTE [Same-host slots]). */
+  #runHere(h: Host, c: Chunk): void {
+    h.local!.chunk(c.target, c.items, c.star, c.call.signal).then(
+      (values) => this.#settle(h, c.seq, values, null),
+      (e: unknown) => this.#settle(h, c.seq, null, e as Error),
+    );
+  }
+
+  #settle(h: Host, seq: number, values: unknown[] | null, error: Error | null): void {
+    const c = h.held.get(seq);
+    if (!c) return; // its host was declared lost meanwhile: already rejected
+    h.held.delete(seq);
+    if (error === null) this.#calls.settle(c, values!);
+    else this.#calls.fail(c.call, error);
+    // This host's tasks are its local Pool's to count (pool.stats()).
+    if (h.local === null) this.#calls[error === null ? 'done' : 'failed'] += c.items.length;
+    this.#pump();
+  }
+
+  #onMessage(m: ToHead): void {
+    const host = this.#placement?.hosts.find((h) => h.name === m.host);
     if (!host) return;
     if (m.op === 'closed') {
       host.closed = true;
       this.#closedWaiters.get(host.name)?.();
-      return;
-    }
-    const c = host.held.get(m.seq);
-    if (!c) return; // its host was declared lost meanwhile: already rejected
-    host.held.delete(m.seq);
-    if (m.op === 'done') {
-      const call = c.call;
-      if (!call.settled) {
-        call.results[c.index] = m.values;
-        call.each?.(m.values);
-        if (--call.remaining === 0) {
-          call.settled = true;
-          call.resolve(call.results);
-        }
-      }
-    } else this.#fail(c.call, errorFromData(m.error, m.host));
-    this.#pump();
-  }
-
-  #fail(call: CallState, e: Error): void {
-    if (call.settled) return;
-    call.settled = true;
-    call.reject(e);
+    } else if (m.op === 'done') this.#settle(host, m.seq, m.values, null);
+    else this.#settle(host, m.seq, null, errorFromData(m.error, m.host));
   }
 
   #tick(): void {
     const nc = this.#nc;
     if (!nc || nc.isClosed()) return;
     nc.publish(headBeat(this.#job));
-    const now = performance.now();
-    for (const h of this.#hosts) {
-      if (h.lost || h.closed || now - h.lastBeat <= this.#hostTimeout) continue;
-      h.lost = true;
+    for (const h of this.#placement?.expire(performance.now()) ?? []) {
       const e = new mp.HostLostError(
         `Host ${h.name} of this cluster Pool was silent for ${this.#hostTimeout} ms (its agent died or is cut off): the tasks it held are lost.`,
         h.name,
       );
-      for (const c of h.held.values()) this.#fail(c.call, e);
+      for (const c of h.held.values()) this.#calls.fail(c.call, e);
       h.held.clear();
+      h.local?.lose(e);
       this.#closedWaiters.get(h.name)?.();
     }
     this.#pump();
   }
 
-  readonly #closedWaiters = new Map<string, () => void>();
-
   async #shutdown(terminate: boolean): Promise<void> {
     const nc = this.#nc;
     if (!nc) return;
-    const live = this.#hosts.filter((h) => !h.lost && !h.closed);
-    const gone = live.map(
-      (h) =>
-        new Promise<void>((r) => {
-          this.#closedWaiters.set(h.name, r);
-        }),
-    );
-    for (const h of live) this.#send!.send(jobSubject(h.name, this.#job), { op: terminate ? 'terminate' : 'close' } satisfies ToAgent);
+    const hosts = this.#placement?.hosts ?? [];
+    // This host's workers first (close: once the calls made have finished), then the leases.
+    await Promise.all(hosts.map((h) => h.local?.end(terminate || h.lost)));
+    const live = hosts.filter((h) => !h.lost && !h.closed);
+    const gone = live.map((h) => new Promise<void>((r) => this.#closedWaiters.set(h.name, r)));
+    for (const h of live) this.#wire!.send(h.name, { op: terminate ? 'terminate' : 'close' });
     await Promise.all(gone); // a host lost meanwhile resolves its waiter too (#tick)
     if (this.#timer) clearInterval(this.#timer);
-    for (const h of this.#hosts) h.beat.unsubscribe();
+    this.#placement?.unsubscribe();
     await Promise.race([nc.flush().catch(() => {}), new Promise((r) => setTimeout(r, 1000).unref())]);
     await nc.close().catch(() => {});
   }
@@ -388,8 +210,8 @@ export class ClusterPool implements RemotePool {
     if (this.#ended && !this.#closing) return;
     this.#closing = true;
     const e = new mp.PoolTerminatedError('The pool was terminated before this call finished: its tasks were stopped.');
-    for (const c of this.#queue.splice(0)) this.#fail(c.call, e);
-    for (const h of this.#hosts) for (const c of h.held.values()) this.#fail(c.call, e);
+    for (const c of this.#calls.queue.splice(0)) this.#calls.fail(c.call, e);
+    for (const h of this.#placement?.hosts ?? []) for (const c of h.held.values()) this.#calls.fail(c.call, e);
     this.#ended = this.#ready.then(
       () => this.#shutdown(true),
       () => {},
@@ -405,17 +227,41 @@ export class ClusterPool implements RemotePool {
   }
 
   #isIdle(): boolean {
-    return this.#queue.length === 0 && !this.#hosts.some((h) => h.held.size > 0 && !h.lost);
+    return this.#calls.queue.length === 0 && !(this.#placement?.hosts ?? []).some((h) => h.held.size > 0 && !h.lost);
   }
-
-  #onIdle: (() => void) | null = null;
 
   join(): Promise<void> {
     return this.#ended ?? Promise.reject(new mp.PoolRunningError('join(): the pool is still running. Call close() or terminate() first.'));
   }
 
+  /** This host's slots, lost or not. */
+  #here(): LocalSlots | null {
+    for (const h of this.#placement?.hosts ?? []) if (h.local !== null) return h.local;
+    return null;
+  }
+
+  /** The pids of this host's workers (the other hosts' are their agents' to know). */
   pids(): number[] {
-    return [];
+    return this.#here()?.pids() ?? [];
+  }
+
+  /** This host's local Pool's stats, with the head's counts of the other hosts' tasks added. */
+  stats(): mp.PoolStats {
+    const hosts = this.#placement?.hosts ?? [];
+    const none = { p50: 0, p90: 0, p99: 0, count: 0 };
+    const base = this.#here()?.stats() ?? {
+      ...{ done: 0, failed: 0, queued: 0, inFlight: 0, restarts: 0 },
+      ...{ runTime: none, waitTime: none, workers: [] },
+    };
+    let inFlight = 0;
+    for (const h of hosts) if (h.local === null) for (const c of h.held.values()) inFlight += c.items.length;
+    return {
+      ...base,
+      done: base.done + this.#calls.done,
+      failed: base.failed + this.#calls.failed,
+      queued: base.queued + this.#calls.queued(),
+      inFlight: base.inFlight + inFlight,
+    };
   }
 }
 

@@ -19,6 +19,11 @@
 //    An agent that dies takes its workers with it (children die with their parent).
 // A chunk is sent once and never re-sent: a Pool task runs at most once (rejected, never
 // silently re-run), as CPython's contract says.
+// The slots of an agent on the head's own machine are the exception to all the wire above:
+// the head runs their workers itself, and NATS carries only their lease (NOTE [Same-host
+// slots] in cluster/pool-local.ts).
+import { readFileSync } from 'node:fs';
+
 export const HEARTBEAT_MS = 500;
 export const DEFAULT_HOST_TIMEOUT_MS = 3000;
 
@@ -40,6 +45,8 @@ export interface Offer {
   host: string;
   slots: number;
   free: number;
+  /** The kernel's boot id (/proc/sys/kernel/random/boot_id; '' where unreadable): with `host`, how a head knows the agent is on its own machine. */
+  boot?: string;
 }
 
 export interface OpenRequest {
@@ -49,6 +56,11 @@ export interface OpenRequest {
   initializer: WireTarget | null;
   initargs: readonly unknown[];
   maxtasksperchild: number | null;
+  /**
+   * The head runs these slots' workers itself, on this agent's machine (NOTE [Same-host
+   * slots]): the agent only holds them for the head's lease. Absent: the agent runs them.
+   */
+  local?: boolean;
 }
 
 /** head → agent, on jobSubject. */
@@ -62,3 +74,16 @@ export type ToHead =
   | { op: 'done'; host: string; seq: number; values: unknown[] }
   | { op: 'failed'; host: string; seq: number; error: Record<string, unknown> }
   | { op: 'closed'; host: string };
+
+let boot: string | null = null;
+/** This machine's boot id, the same in every process and namespace of one running kernel ('' where unreadable). */
+export function bootId(): string {
+  if (boot === null) {
+    try {
+      boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    } catch {
+      boot = '';
+    }
+  }
+  return boot;
+}

@@ -8,6 +8,7 @@
 // never a second one through the package name.
 import { ClusterUnavailableError } from '../errors.js';
 import type { Target } from '../process/target.js';
+import type { PoolStats } from './pool-stats.js';
 
 /** `cluster` of PoolOptions and DataLoaderOptions (docs/cluster.md). */
 export interface ClusterOptions {
@@ -44,7 +45,16 @@ export interface RemotePool {
   close(): void;
   terminate(): void;
   join(): Promise<void>;
+  /** The workers on the head's own host (NOTE [Same-host slots]); other hosts' are not known here. */
   pids(): number[];
+  /** Counts over every host; worker entries and times for the head's own host's workers. */
+  stats(): PoolStats;
+}
+
+/** pool.stats() of a pool with no worker yet (a cluster pool still placing its slots). */
+export function emptyStats(): PoolStats {
+  const none = { p50: 0, p90: 0, p99: 0, count: 0 };
+  return { done: 0, failed: 0, queued: 0, inFlight: 0, restarts: 0, runTime: none, waitTime: none, workers: [] };
 }
 
 export interface RemotePoolOptions {

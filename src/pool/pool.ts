@@ -10,7 +10,7 @@ import { ListCall } from './list-call.js';
 import { IterCall } from './iter-call.js';
 import { Scheduler } from './scheduler.js';
 import type { PoolStats } from './pool-stats.js';
-import { loadRemotePool, type ClusterOptions, type RemotePool } from './cluster-link.js';
+import { emptyStats, loadRemotePool, type ClusterOptions, type RemotePool } from './cluster-link.js';
 
 export interface PoolOptions {
   /** How many workers. Default os.availableParallelism(). */
@@ -52,6 +52,8 @@ export class Pool implements AsyncDisposable {
   // Null for a cluster pool, whose calls all go to #remote (NOTE [Cluster pool]).
   readonly #scheduler!: Scheduler;
   readonly #remote: Promise<RemotePool> | null = null;
+  /** #remote once loaded, for the synchronous stats() and pids(). */
+  #remoteNow: RemotePool | null = null;
   #state: State = 'running';
   #broken: PoolBrokenError | null = null;
   /** Settles once the workers are gone (after close() and the calls' end, or terminate()). */
@@ -88,7 +90,10 @@ export class Pool implements AsyncDisposable {
         initargs: [...initargs],
         maxtasksperchild: maxTasks === Infinity ? null : maxTasks,
       });
-      this.#remote.catch(() => {}); // its error is each call's
+      this.#remote.then(
+        (r) => (this.#remoteNow = r),
+        () => {}, // its error is each call's
+      );
       return;
     }
     this.#scheduler = new Scheduler({
@@ -312,13 +317,14 @@ export class Pool implements AsyncDisposable {
    * stats]). A plain object made from counters: cheap enough for a hot loop.
    */
   stats(): PoolStats {
-    if (this.#remote !== null) throw new InvalidArgumentError('stats() is not available on a cluster pool yet.');
+    // A cluster pool's: every host's counts, this host's workers (NOTE [Same-host slots]).
+    if (this.#remote !== null) return this.#remoteNow?.stats() ?? emptyStats();
     return this.#scheduler.stats();
   }
 
   /** The pids (threadIds for threads) of the workers now running. */
   pids(): number[] {
-    if (this.#remote !== null) return [];
+    if (this.#remote !== null) return this.#remoteNow?.pids() ?? [];
     return this.#scheduler.pids();
   }
 }

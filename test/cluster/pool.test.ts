@@ -65,7 +65,7 @@ describe('a cluster Pool over two hosts', { timeout: 60_000 }, () => {
     });
   });
 
-  it('copies tensors between hosts into shared memory, both ways', async () => {
+  it('copies tensors between hosts into shared memory, both ways; on its own host, shares them', async () => {
     // The first four applies go to A (the head's host), the next to B (two chunks a slot).
     const ts = range(6).map((i) => full([1024], i, { dtype: 'float32' }));
     const rs = (await Promise.all(ts.map((t) => pool.apply(T('sumAndDouble'), [t])))) as [number, Tensor, string][];
@@ -77,8 +77,26 @@ describe('a cluster Pool over two hosts', { timeout: 60_000 }, () => {
     for (let i = 0; i < 6; i++) {
       assert.ok(rs[i]![1] instanceof Tensor && rs[i]![1].isShared());
       assert.equal(rs[i]![1].get(1023), 2 * i);
-      assert.equal(ts[i]!.get(0), i, 'a copy: the sender does not see the remote write');
+      if (rs[i]![2] === 'B') assert.equal(ts[i]!.get(0), i, 'a copy: the sender does not see the remote write');
+      // A is the head's own host: its workers are the head's, as in a local Pool (NOTE [Same-host slots]).
+      else assert.equal(ts[i]!.get(0), 2 * i, 'shared memory: the write is seen, as in a local Pool');
     }
+  });
+
+  it("stats() counts every host's tasks; pids() are the head's own host's workers", async () => {
+    const before = pool.stats();
+    const r = (await pool.map(T('where'), range(8), { chunksize: 1 })) as Where[];
+    const after = pool.stats();
+    assert.equal(after.done - before.done, 8);
+    assert.equal(after.queued, 0);
+    assert.equal(after.inFlight, 0);
+    const pids = pool.pids();
+    assert.equal(pids.length, 2);
+    for (const w of r) if (w.host === 'A') assert.ok(pids.includes(w.pid), `A's worker ${w.pid} is one of ${pids}`);
+    assert.deepEqual(
+      after.workers.map((w) => w.pid),
+      pids,
+    );
   });
 
   it('a SIGKILLed worker on B rejects its task with ProcessExitedException and host; the pool goes on', async () => {
