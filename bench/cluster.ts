@@ -12,7 +12,7 @@
 //
 //   node --expose-gc dist/bench/cluster.js        (or `tensorproc bench --only W5`)
 // Records as NOTE [Bench records]; TENSORPROC_BENCH_QUICK=1 for fewer trials.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Pool, full, type Tensor } from '../src/index.js';
-import { benchEnv, runWorkload, type Step, type StepRecord } from './lib/workload.js';
+import { benchEnv, printNotMeasured, runWorkload, type Step, type StepRecord } from './lib/workload.js';
 
 const env = benchEnv();
 const NATS = '/usr/sbin/nats-server';
@@ -98,33 +98,6 @@ async function poolCase(name: string, run: (p: Pool) => Promise<unknown>, local:
   ];
 }
 
-/** Raw TCP between two Node processes: `count` messages of `bytes` one way, a 1-byte reply each. */
-async function rawTcp(bytes: number, count: number): Promise<number> {
-  const echo = spawn(
-    process.execPath,
-    [
-      '-e',
-      `const s=require('net').createServer(c=>{let n=0;c.on('data',d=>{n+=d.length;while(n>=${bytes}){n-=${bytes};c.write('k');}})});s.listen(0,'127.0.0.1',()=>console.log(s.address().port));`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const port = Number(await lineOf(echo, echo.stdout!, /^\d+$/));
-  const sock = connect(port, '127.0.0.1');
-  sock.setNoDelay(true);
-  await once(sock, 'connect');
-  const buf = Buffer.alloc(bytes, 1);
-  const t0 = performance.now();
-  for (let i = 0; i < count; i++) {
-    const reply = once(sock, 'data');
-    sock.write(buf);
-    await reply;
-  }
-  const s = (performance.now() - t0) / 1000;
-  sock.destroy();
-  await stop(echo);
-  return s;
-}
-
 const steps: Step[] = [];
 let local: Pool;
 let cluster: Pool;
@@ -157,35 +130,182 @@ steps.push({
     return out;
   },
 });
-for (const mib of [1, 16]) {
-  steps.push({
-    label: `${mib} MiB to another host vs raw TCP`,
-    weight: 8,
-    async run() {
-      const count = Math.max(4, Math.round((env.quick ? 64 : 256) / mib));
-      const agentR = await agent('r', 1);
-      // The head says it is host 'h', which has no agent now: the worker is on host 'r'.
-      const pool = new Pool({ processes: 1, cluster: { servers: url, root, hostId: 'h' } });
-      const t = full([(mib * 2 ** 20) / 4], 1, { dtype: 'float32', shared: true });
-      await pool.apply(T('nbytes'), [t]);
-      const s = await timed(async () => {
-        for (let i = 0; i < count; i++) await pool.apply(T('nbytes'), [t]);
-      });
-      await pool[Symbol.asyncDispose]();
-      await stop(agentR);
-      const tcp = await rawTcp(mib * 2 ** 20, count);
-      const rate = (x: number) => (count * mib) / x;
-      return [
-        { impl: 'cluster Pool, tensor to host r', case: `${mib} MiB`, value: rate(s), unit: 'MiB/s', better: 'higher', count },
-        { impl: 'raw TCP, Node to Node', case: `${mib} MiB`, value: rate(tcp), unit: 'MiB/s', better: 'higher', count },
-      ];
-    },
+// W5 (b): host 'r' is a network namespace of its own (as root; else a plain process, said in
+// the records), joined to this one by a veth pair: a server of its own here on this side's
+// address, agent 'r' there; raw TCP is a Node echo process there, torch.distributed.rpc
+// (anchors/torch-rpc.py, TensorPipe held to TCP) a rank there. Each trial moves `count`
+// tensors one way with a small reply, the three interleaved, TRIALS times a run.
+const remote = await remoteHost();
+const B_TRIALS = env.smoke ? 1 : 3;
+async function remoteHost() {
+  const run = `${process.pid % 10000}`;
+  const ns = `tpw5${run}`;
+  const dev = `tpw5v${run}`;
+  const sh = (args: string[]) => spawnSync('ip', args, { encoding: 'utf8' });
+  const cmds = [
+    ['netns', 'add', ns],
+    ['link', 'add', dev, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns],
+    ['addr', 'add', '10.253.77.1/30', 'dev', dev],
+    ['link', 'set', dev, 'up'],
+    ['-n', ns, 'addr', 'add', '10.253.77.2/30', 'dev', 'eth0'],
+    ['-n', ns, 'link', 'set', 'eth0', 'up'],
+    ['-n', ns, 'link', 'set', 'lo', 'up'],
+  ];
+  let why: string | null = process.getuid?.() === 0 ? null : 'not root';
+  for (const c of why ? [] : cmds) {
+    const r = sh(c);
+    if (r.status !== 0) {
+      why = `ip ${c.join(' ')}: ${r.stderr.trim()}`;
+      sh(['netns', 'delete', ns]);
+      break;
+    }
+  }
+  return why === null
+    ? { ns, here: '10.253.77.1', there: '10.253.77.2', hereDev: dev, thereDev: 'eth0', why, remove: () => sh(['netns', 'delete', ns]) }
+    : { ns: null, here: '127.0.0.1', there: '127.0.0.1', hereDev: 'lo', thereDev: 'lo', why, remove: () => {} };
+}
+/** `argv` in host r: in its namespace, or here. */
+function inR(argv: string[], opts: Parameters<typeof spawn>[2]): ChildProcess {
+  return remote.ns === null ? spawn(argv[0]!, argv.slice(1), opts) : spawn('ip', ['netns', 'exec', remote.ns, ...argv], opts);
+}
+const where = remote.ns ? `network namespace ${remote.ns} over a veth pair` : `a plain process (${remote.why})`;
+
+let bServer: ChildProcess | null = null;
+let bAgent: ChildProcess | null = null;
+let echo: ChildProcess | null = null;
+let bPool: Pool | null = null;
+let echoPort = 0;
+async function setUpB(): Promise<void> {
+  if (bPool) return;
+  bServer = spawn(NATS, ['-a', remote.here, '-p', '-1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const bUrl = `nats://${await lineOf(bServer, bServer.stderr!, new RegExp(`${remote.here.replaceAll('.', '\\.')}:\\d+`))}`;
+  bServer.stderr!.resume();
+  bAgent = inR([process.execPath, CLI, 'agent', '--server', bUrl, '--slots', '1', '--host-id', 'r', '--root', root], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await lineOf(bAgent, bAgent.stdout!, /: ready/);
+  bAgent.stdout!.resume();
+  echo = inR(
+    [
+      process.execPath,
+      '-e',
+      `const s=require('net').createServer(c=>{c.setNoDelay(true);let n=0,b=0;c.on('data',d=>{if(!b){b=d.readUInt32LE(0);d=d.subarray(4);}n+=d.length;while(b&&n>=b){n-=b;c.write('k');}})});s.listen(0,'${remote.there}',()=>console.log(s.address().port));`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  echoPort = Number(await lineOf(echo, echo.stdout!, /^\d+$/));
+  // The head says it is host 'h', which has no agent on this server: the worker is on host 'r'.
+  bPool = new Pool({ processes: 1, cluster: { servers: bUrl, root, hostId: 'h' } });
+}
+async function tearDownB(): Promise<void> {
+  await bPool?.[Symbol.asyncDispose]();
+  for (const p of [bAgent, echo, bServer]) if (p) await stop(p);
+  remote.remove();
+}
+
+/** Raw TCP to host r: `count` messages of `bytes` one way on one connection, a 1-byte reply each. */
+async function rawTcp(bytes: number, count: number): Promise<number> {
+  const sock = connect(echoPort, remote.there);
+  sock.setNoDelay(true);
+  await once(sock, 'connect');
+  const size = Buffer.alloc(4);
+  size.writeUInt32LE(bytes, 0);
+  sock.write(size);
+  const buf = Buffer.alloc(bytes, 1);
+  const one = async () => {
+    const reply = once(sock, 'data');
+    sock.write(buf);
+    await reply;
+  };
+  await one();
+  const s = await timed(async () => {
+    for (let i = 0; i < count; i++) await one();
+  });
+  sock.destroy();
+  return s;
+}
+
+async function clusterSend(bytes: number, count: number): Promise<number> {
+  const t = full([bytes / 4], 1, { dtype: 'float32', shared: true });
+  await bPool!.apply(T('nbytes'), [t]);
+  return timed(async () => {
+    for (let i = 0; i < count; i++) await bPool!.apply(T('nbytes'), [t]);
   });
 }
+
+/** torch.distributed.rpc between this namespace and host r's: seconds per size, or why not. */
+async function torchRpc(plan: [number, number][]): Promise<Map<number, number> | string> {
+  const py = '/usr/bin/python3';
+  const script = fileURLToPath(new URL('../../bench/anchors/torch-rpc.py', import.meta.url));
+  if (!existsSync(py) || !existsSync(script)) return `no ${py} or ${script}`;
+  const port = String(20000 + (process.pid % 20000));
+  const specs = plan.map(([b, c]) => `${b}:${c}`);
+  const rank1 = inR([py, script, '1', remote.here, port], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, TP_SOCKET_IFNAME: remote.thereDev, GLOO_SOCKET_IFNAME: remote.thereDev },
+  });
+  const rank0 = spawn(py, [script, '0', remote.here, port, ...specs], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, TP_SOCKET_IFNAME: remote.hereDev, GLOO_SOCKET_IFNAME: remote.hereDev },
+  });
+  let err = '';
+  rank0.stderr!.on('data', (d) => (err += d));
+  rank1.stderr!.on('data', (d) => (err += d));
+  const out = new Map<number, number>();
+  for await (const line of createInterface({ input: rank0.stdout! })) {
+    const r = JSON.parse(line) as { bytes: number; seconds: number };
+    out.set(r.bytes, r.seconds);
+  }
+  await Promise.all([rank0, rank1].map((p) => (p.exitCode === null && p.signalCode === null ? once(p, 'exit') : null)));
+  return out.size === plan.length ? out : `torch rpc did not run here: ${err.trim().split('\n').slice(-2).join(' ')}`;
+}
+
+const sizes = [1, 16].map((mib) => ({ mib, count: Math.max(4, Math.round((env.smoke ? 8 : env.quick ? 64 : 256) / mib)) }));
+steps.push({
+  label: 'tensors to another host: cluster, raw TCP, torch rpc',
+  weight: 20,
+  async run() {
+    await setUpB();
+    const out: StepRecord[] = [];
+    const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1]!;
+    for (const { mib, count } of sizes) {
+      const bytes = mib * 2 ** 20;
+      const c: number[] = [];
+      const r: number[] = [];
+      for (let i = 0; i < B_TRIALS; i++) {
+        c.push(await clusterSend(bytes, count));
+        r.push(await rawTcp(bytes, count));
+      }
+      const rate = (x: number) => (count * mib) / x;
+      const [cr, rr] = [rate(med(c)), rate(med(r))];
+      out.push(
+        { impl: 'cluster Pool, tensor to host r', case: `${mib} MiB`, value: cr, unit: 'MiB/s', better: 'higher', count },
+        { impl: 'raw TCP, Node to Node', case: `${mib} MiB`, value: rr, unit: 'MiB/s', better: 'higher', count },
+      );
+      console.error(
+        `W5 (b) ${mib} MiB: cluster ${cr.toFixed(0)} MiB/s, raw TCP ${rr.toFixed(0)} MiB/s: ${(cr / rr).toFixed(2)}x (host r: ${where})`,
+      );
+    }
+    const torch = await torchRpc(sizes.map(({ mib, count }) => [mib * 2 ** 20, count]));
+    if (typeof torch === 'string') printNotMeasured('W5', 'torch.distributed.rpc (TensorPipe, TCP)', torch);
+    else
+      for (const { mib, count } of sizes)
+        out.push({
+          impl: 'torch.distributed.rpc (TensorPipe, TCP)',
+          case: `${mib} MiB`,
+          value: (count * mib) / torch.get(mib * 2 ** 20)!,
+          unit: 'MiB/s',
+          better: 'higher',
+          count,
+        });
+    return out;
+  },
+});
 
 try {
   await runWorkload('W5', steps, env);
 } finally {
+  await tearDownB();
   await stop(server);
   rmSync(root, { recursive: true, force: true });
 }

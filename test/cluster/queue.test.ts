@@ -66,14 +66,25 @@ it("SIGKILL of the stream leader's server: nothing lost, nothing duplicated", { 
   const nc = await connect({ servers: nats.urls });
   const leader = (await (await jetstreamManager(nc)).streams.info('TP_Q_failover')).cluster?.leader;
   await nc.close();
-  const victim = nats.procs[Number(/^n(\d)$/.exec(leader ?? '')?.[1])]!;
+  const i = Number(/^n(\d)$/.exec(leader ?? '')?.[1]);
+  const victim = nats.procs[i]!;
   assert.ok(victim, `leader ${leader}`);
+  // The survivors announce the stream's new leader: a watcher on one of them hears it.
+  const watcher = await connect({ servers: nats.urls.filter((_, j) => j !== i) });
+  const elected = watcher.subscribe('$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.TP_Q_failover', { max: 1 });
+  await watcher.flush();
   victim.kill('SIGKILL');
   await exited(victim);
-  // Puts go on through the survivors, each retried with its id until a new leader acks it.
+  for await (const m of elected) {
+    const { leader: next } = m.json<{ leader: string }>();
+    assert.notEqual(next, leader);
+  }
+  await watcher.close();
+  // Puts go on through the survivors, each retried with its id until the new leader acks it;
+  // gets wait for what is there, bound by the test's own timeout only.
   await Promise.all(Array.from({ length: N }, (_, i) => q.put(N + i, { id: `m${N + i}` })));
   const got: number[] = [];
-  for (let i = 0; i < 2 * N; i++) got.push(await q.get({ timeout: 15_000 }));
+  for (let i = 0; i < 2 * N; i++) got.push(await q.get());
   await assert.rejects(q.get({ timeout: 1500 }), QueueEmptyError);
   assert.equal(new Set(got).size, 2 * N, 'nothing duplicated');
   assert.deepEqual(

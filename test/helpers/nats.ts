@@ -2,7 +2,8 @@
 // loopback on free ports (one, or a cluster of three with JetStream), agents as processes of
 // their own with distinct host ids, so that two agents on one machine are two hosts.
 // Everything is started by pid and stopped by pid in stop().
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -60,7 +61,14 @@ export interface NatsCluster {
 
 /** `nodes` nats-servers on loopback (3: one cluster, with JetStream), each ready when this resolves. */
 /** `extra`: more configuration lines for each server (authorization { ... }). */
-export async function startNats(nodes: 1 | 3 = 1, jetstream = nodes === 3, extra: string[] = []): Promise<NatsCluster> {
+/** `host`: the address the servers listen on (0.0.0.0 for agents in network namespaces); URLs name `urlHost`. */
+export async function startNats(
+  nodes: 1 | 3 = 1,
+  jetstream = nodes === 3,
+  extra: string[] = [],
+  host = '127.0.0.1',
+  urlHost = '127.0.0.1',
+): Promise<NatsCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'tensorproc-nats-'));
   const ports = await Promise.all(Array.from({ length: nodes }, () => freePort()));
   const routes = nodes > 1 ? await Promise.all(Array.from({ length: nodes }, () => freePort())) : [];
@@ -69,7 +77,7 @@ export async function startNats(nodes: 1 | 3 = 1, jetstream = nodes === 3, extra
     for (let i = 0; i < nodes; i++) {
       const conf = [
         `server_name: n${i}`,
-        `listen: 127.0.0.1:${ports[i]}`,
+        `listen: ${host}:${ports[i]}`,
         jetstream ? `jetstream { store_dir: "${join(dir, `js${i}`)}" }` : '',
         nodes > 1
           ? `cluster { name: tp, listen: 127.0.0.1:${routes[i]}, routes: [${routes
@@ -94,7 +102,7 @@ export async function startNats(nodes: 1 | 3 = 1, jetstream = nodes === 3, extra
     p.stdout?.resume();
     p.stderr?.resume();
   }
-  const urls = ports.map((p) => `nats://127.0.0.1:${p}`);
+  const urls = ports.map((p) => `nats://${urlHost}:${p}`);
   return {
     urls,
     servers: urls.join(','),
@@ -119,6 +127,97 @@ export async function startAgent(servers: string, host: string, slots: number, r
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   await waitForLine(proc, /: ready/, `agent ${host}`);
+  proc.stdout?.resume();
+  proc.stderr?.resume();
+  return {
+    host,
+    proc,
+    async stop() {
+      proc.kill('SIGTERM');
+      await exited(proc);
+    },
+  };
+}
+
+// Hosts in network namespaces (issue 29: "hosts are agents in network namespaces of their own
+// where root allows it"). Each host is a namespace `tp<run><i>` joined to the test's own
+// namespace by a veth pair on a /30 of its own (10.<a>.<b>.1 here, .2 there); a process is
+// started in it with `ip netns exec`, which execs it in place: its pid is the process's own,
+// so it is stopped by pid as any other. remove() deletes the namespaces, which deletes their
+// veth pairs with them; netnsNames() lets a test check that none is left.
+
+export interface NetnsHost {
+  /** The namespace's name. */
+  ns: string;
+  /** This side's address on the pair (where a server in the test's namespace listens). */
+  hereIp: string;
+  /** The host's address on the pair. */
+  thereIp: string;
+}
+
+export interface NetnsHosts {
+  hosts: NetnsHost[];
+  remove(): void;
+}
+
+function ip(args: string[]): void {
+  const r = spawnSync('ip', args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${(r.stderr || r.error?.message || '').trim()}`);
+}
+
+/** The namespaces `ip netns list` shows, by name. */
+export function netnsNames(): string[] {
+  const r = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+  return r.status === 0
+    ? r.stdout
+        .split('\n')
+        .map((l) => l.split(' ')[0]!)
+        .filter((n) => n !== '')
+    : [];
+}
+
+/**
+ * `n` network namespaces joined to this one, or, where that cannot be (not root, no `ip netns`),
+ * the reason as a string: the caller runs its hosts as plain processes and says why.
+ */
+export function makeNetnsHosts(n: number): NetnsHosts | string {
+  if (process.getuid?.() !== 0) return 'not root: hosts run as plain processes';
+  const run = randomBytes(3).toString('hex');
+  const hosts: NetnsHost[] = [];
+  const remove = (): void => {
+    for (const h of hosts) spawnSync('ip', ['netns', 'delete', h.ns]);
+    hosts.length = 0;
+  };
+  try {
+    for (let i = 0; i < n; i++) {
+      // 10.200-254.x.y/30: random per run, so that two runs side by side do not share a subnet.
+      const a = 200 + randomInt(55);
+      const b = randomInt(256);
+      const c = randomInt(64) * 4;
+      const h: NetnsHost = { ns: `tp${run}${i}`, hereIp: `10.${a}.${b}.${c + 1}`, thereIp: `10.${a}.${b}.${c + 2}` };
+      const here = `tpv${run}${i}`;
+      ip(['netns', 'add', h.ns]);
+      hosts.push(h);
+      ip(['link', 'add', here, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', h.ns]);
+      ip(['addr', 'add', `${h.hereIp}/30`, 'dev', here]);
+      ip(['link', 'set', here, 'up']);
+      ip(['-n', h.ns, 'addr', 'add', `${h.thereIp}/30`, 'dev', 'eth0']);
+      ip(['-n', h.ns, 'link', 'set', 'eth0', 'up']);
+      ip(['-n', h.ns, 'link', 'set', 'lo', 'up']);
+    }
+  } catch (e) {
+    remove();
+    return `no network namespaces here (${(e as Error).message}): hosts run as plain processes`;
+  }
+  return { hosts, remove };
+}
+
+/** startAgent() in a network namespace (`ns`), or as a plain process where `ns` is null. */
+export async function startAgentIn(ns: string | null, servers: string, host: string, slots: number, root: string): Promise<AgentProc> {
+  if (ns === null) return startAgent(servers, host, slots, root);
+  const argv = [CLI, 'agent', '--server', servers, '--slots', String(slots), '--host-id', host, '--root', root];
+  const proc = spawn('ip', ['netns', 'exec', ns, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await waitForLine(proc, /: ready/, `agent ${host} in ${ns}`);
   proc.stdout?.resume();
   proc.stderr?.resume();
   return {
