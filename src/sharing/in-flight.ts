@@ -1,5 +1,6 @@
 // Taking back the references of messages that were lost in flight (NOTE [Orphans in flight]),
-// for the owner's housekeeping of busy memfd segments (dead-holders.ts).
+// for the owner's housekeeping of busy segments (dead-holders.ts): the probe of an owned
+// memfd's sent description, and the settling of the total.
 //
 // NOTE [Orphans in flight]
 // A reference in flight lives in the header's total only (NOTE [Reference slots]) from the
@@ -19,7 +20,7 @@
 // So when a busy segment's total exceeds what the live holders' slots account for:
 //  1. the owner puts a read lock (an OFD lock, owned by the description, not by a process) on
 //     a byte of the description it sends, closes its own descriptor of it, and keeps another
-//     description of the memfd (reopened through /proc) to look with (Segment.startProbe());
+//     description of the memfd (reopened through /proc) to look with (startProbe());
 //  2. at each housekeeping tick it asks that lock (F_OFD_GETLK): held means a descriptor of
 //     the sent description is still open somewhere: a message in a socket, a receiver between
 //     its receive and its record, or one keeping it while it holds the segment; nothing is
@@ -41,9 +42,14 @@
 // stands in for steps 1-2; step 3 is the same. Known gap: a holder
 // stopped (SIGSTOP) for two ticks between the two steps of a release makes step 3 take one
 // reference too many.
+import { addon } from '../native/index.js';
 import type { CacheEntry } from './cache-entry.js';
-import type { SpareLike } from './segment.js';
-import { namedInFlightGone } from './witness.js';
+import type { Segment, SpareLike } from './segment.js';
+import { W_REFS, wakeCreator } from './segment-header.js';
+import { namedInFlightGone, witnessFree } from './witness.js';
+
+/** Where the probe locks lie: past any data, one byte per probe (Segment.probeCount). */
+const PROBE_BASE = 2 ** 40;
 
 /** What step 3 saw at the last tick, per busy entry: `total * 2^21 + slots` (both under 2^21 in practice). */
 const seen = new WeakMap<object, number>();
@@ -55,8 +61,8 @@ const seen = new WeakMap<object, number>();
 export function settleInFlight(entry: CacheEntry<SpareLike>, refs: number, inSlots: number): number {
   const seg = entry.segment;
   const named = seg.name !== null;
-  if (!named && !seg.probing && !seg.startProbe()) return 0;
-  if (named ? !namedInFlightGone(seg) : seg.sentDescriptorOpen()) {
+  if (!named && seg.probeFd === null && !startProbe(seg)) return 0;
+  if (named ? !namedInFlightGone(seg) : sentDescriptorOpen(seg)) {
     seen.delete(entry);
     return 0;
   }
@@ -66,5 +72,62 @@ export function settleInFlight(entry: CacheEntry<SpareLike>, refs: number, inSlo
     return 0;
   }
   seen.delete(entry);
-  return seg.settleTotal(refs, inSlots) ? refs - inSlots : 0;
+  return settleTotal(seg, refs, inSlots) ? refs - inSlots : 0;
+}
+
+/**
+ * Step 1: locks the descriptor this owned memfd sends (its open file description, which every
+ * copy sent shares), closes this process's copy, and keeps a descriptor of its own to look at
+ * that lock with. False if it cannot (not an owned memfd, or no descriptor to be had): the
+ * segment is then left as it was.
+ */
+function startProbe(seg: Segment): boolean {
+  const sent = seg.fd;
+  if (!seg.probeable || sent === null || seg.unmapped) return false;
+  let probe: number;
+  try {
+    probe = addon.reopen(sent);
+  } catch {
+    return false;
+  }
+  try {
+    addon.ofdLock(sent, PROBE_BASE + seg.probeCount);
+  } catch {
+    addon.close(probe);
+    return false;
+  }
+  seg.closeFd();
+  seg.probeFd = probe;
+  return true;
+}
+
+/** Step 2, while probing: whether any descriptor this segment sent is still open, anywhere (a message, a process). */
+function sentDescriptorOpen(seg: Segment): boolean {
+  try {
+    return addon.ofdLocked(seg.probeFd!, PROBE_BASE + seg.probeCount);
+  } catch {
+    return true; // cannot tell: as if it were
+  }
+}
+
+/** Step 3: sets the total from `from` to `to` if it is still `from`; true if it was. */
+function settleTotal(seg: Segment, from: number, to: number): boolean {
+  if (Atomics.compareExchange(seg.header, W_REFS, from, to) !== from) return false;
+  wakeCreator(seg.header, seg.mapping, to);
+  return true;
+}
+
+/**
+ * An owned segment came back free (segment-cache.ts): nothing of it is in flight. Ends probing:
+ * the probe's descriptor, which holds no lock, is the one sent from now on; the next probe
+ * locks another byte, so that a descriptor of the old one still open somewhere (a receiver's
+ * reserve) does not hide the new one's end. A named segment's witness epochs are forgotten.
+ */
+export function segmentFree(seg: Segment): void {
+  witnessFree(seg);
+  const probe = seg.probeFd;
+  if (probe === null) return;
+  seg.probeFd = null;
+  seg.keepFd(probe);
+  seg.probeCount++;
 }

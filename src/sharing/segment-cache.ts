@@ -25,6 +25,7 @@ import { sizeClass } from './size-class.js';
 import { debug, debugEnabled } from '../debug.js';
 import { reclaimDeadHolders } from './dead-holders.js';
 import { witnessIdle } from './witness.js';
+import { segmentFree } from './in-flight.js';
 import { dropEntry, type CacheEntry } from './cache-entry.js';
 import { shedDescriptors } from './descriptors.js';
 import { SegmentWaits } from './segment-wait.js';
@@ -128,7 +129,7 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
     const i = busy.findIndex((e) => e.segment.capacity === cls && e.segment.strategy === strategy && e.checkBuffers !== true);
     if (i < 0 || !this.waits.wait(cls, busy[i]!.segment)) return null;
     const entry = busy.splice(i, 1)[0]!; // the wait blocked this thread: nothing moved in the list meanwhile
-    entry.segment.endProbe(); // NOTE [Orphans in flight]
+    segmentFree(entry.segment); // NOTE [Orphans in flight]
     return entry;
   }
 
@@ -145,7 +146,7 @@ export class SegmentCache<S extends SpareLike = SpareLike> {
 
   #makeFree(entry: CacheEntry<S>): void {
     const seg = entry.segment;
-    seg.endProbe(); // NOTE [Orphans in flight]: the probe's descriptor is the one sent now
+    segmentFree(seg); // NOTE [Orphans in flight]: the probe's descriptor is the one sent now
     entry.tick = this.#tick;
     const byClass = this.#free[seg.strategy];
     let list = byClass.get(seg.capacity);

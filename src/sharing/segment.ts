@@ -28,7 +28,7 @@ import { addon, systemError, type NativeMapping } from '../native/index.js';
 import { BadHandleError } from '../errors.js';
 import type { SharingStrategy } from './strategy.js';
 import { checkRoom } from './room.js';
-import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_UNWITNESSED, W_WAITING, initHeader, claimSlot, wakeCreator } from './segment-header.js';
+import { HEADER_BYTES, MAGIC, W_MAGIC, W_REFS, W_WAITING, initHeader, claimSlot, wakeCreator } from './segment-header.js';
 import { managerClient } from './manager/client.js';
 import { debug } from '../debug.js';
 import { ensureMappingRoom, noteSegmentMapped, noteSegmentUnmapped } from './mappings.js';
@@ -49,8 +49,6 @@ export interface SpareLike {
 }
 
 export const SHM_PREFIX = 'tensorproc_';
-/** Where the probe locks of NOTE [Orphans in flight] lie: past any data, one byte per probe. */
-const PROBE_BASE = 2 ** 40;
 
 /** A name no other segment has or had: pid plus 64 random bits. */
 function newName(): string {
@@ -93,13 +91,13 @@ export class Segment {
   /** Count word of this process's slot: -2 not looked up yet, -1 none free. */
   #slot = -2;
   /**
-   * NOTE [Orphans in flight] (in-flight.ts): while probing, a descriptor of this memfd's own,
-   * and #fd (the one sent) closed; the byte its sent descriptor's lock is on.
+   * Managed by in-flight.ts (NOTE [Orphans in flight]): while probing, a descriptor of this
+   * memfd's own (the one sent closed); the probe's number, which picks the byte locked.
    */
-  #probe: number | null = null;
-  #probeAt = PROBE_BASE;
-  /** The descriptor sent is not the one this process's mapping was made from. */
-  #probeable = false;
+  probeFd: number | null = null;
+  probeCount = 0;
+  /** Set by create(): the descriptor sent is not the one this process's mapping was made from. */
+  probeable = false;
   /**
    * Managed by witness.ts (NOTE [Witnesses of named segments]): the first and last witness
    * epochs this owned named segment was sent in since it was last free; -1: none.
@@ -194,7 +192,7 @@ export class Segment {
       }
     }
     const seg = new Segment(strategy, name, key, capacity, mapping, fd >= 0 ? fd : null, true);
-    seg.#probeable = probeable;
+    seg.probeable = probeable;
     seg.#slot = initHeader(seg.header, process.pid, capacity);
     debug('segment made: %s, %d bytes%s', strategy, capacity, name === null ? '' : `, ${name}`);
     return seg;
@@ -320,62 +318,6 @@ export class Segment {
     return fd;
   }
 
-  /** Whether this owned memfd is being probed for orphans in flight (NOTE [Orphans in flight]). */
-  get probing(): boolean {
-    return this.#probe !== null;
-  }
-
-  /**
-   * NOTE [Orphans in flight]: locks the descriptor this owned memfd sends (its open file
-   * description, which every copy sent shares), closes this process's copy, and keeps a
-   * descriptor of its own to look at that lock with. False if it cannot (not an owned memfd,
-   * or no descriptor to be had): the segment is then left as it was.
-   */
-  startProbe(): boolean {
-    if (this.#probe !== null) return true;
-    if (!this.#probeable || this.#fd === null || this.#unmapped) return false;
-    let probe: number;
-    try {
-      probe = addon.reopen(this.#fd);
-    } catch {
-      return false;
-    }
-    try {
-      addon.ofdLock(this.#fd, this.#probeAt);
-    } catch {
-      addon.close(probe);
-      return false;
-    }
-    addon.close(this.#fd);
-    this.#fd = null;
-    this.#probe = probe;
-    return true;
-  }
-
-  /** While probing: whether any descriptor this segment sent is still open, anywhere (a message, a process). */
-  sentDescriptorOpen(): boolean {
-    try {
-      return addon.ofdLocked(this.#probe!, this.#probeAt);
-    } catch {
-      return true; // cannot tell: as if it were
-    }
-  }
-
-  /**
-   * The segment came back free. Ends probing: the probe's descriptor, which holds no lock, is
-   * the one sent from now on; the next probe locks another byte, so that a descriptor of the
-   * old one still open somewhere (a receiver's reserve) does not hide the new one's end.
-   */
-  endProbe(): void {
-    // NOTE [Witnesses of named segments]: free again, nothing of it is in flight.
-    if (this.sentFirst >= 0) this.sentFirst = this.sentLast = -1;
-    if (this.name !== null && Atomics.load(this.header, W_UNWITNESSED) !== 0) Atomics.store(this.header, W_UNWITNESSED, 0);
-    if (this.#probe === null) return;
-    this.#fd = this.#probe;
-    this.#probe = null;
-    this.#probeAt++;
-  }
-
   /** Closes the kept descriptor; the mapping stays. */
   closeFd(): void {
     if (this.#fd === null) return;
@@ -405,16 +347,6 @@ export class Segment {
     } finally {
       Atomics.sub(h, W_WAITING, 1);
     }
-  }
-
-  /**
-   * Sets the total from `from` to `to` if it is still `from` (NOTE [Orphans in flight]: what
-   * lost messages held taken back); true if it was.
-   */
-  settleTotal(from: number, to: number): boolean {
-    if (Atomics.compareExchange(this.header, W_REFS, from, to) !== from) return false;
-    wakeCreator(this.header, this.mapping, to);
-    return true;
   }
 
   /** Adds a reference for a message about to carry the segment (in flight). Returns the count. */
@@ -493,9 +425,9 @@ export class Segment {
       addon.close(this.#fd);
       this.#fd = null;
     }
-    if (this.#probe !== null) {
-      addon.close(this.#probe);
-      this.#probe = null;
+    if (this.probeFd !== null) {
+      addon.close(this.probeFd); // NOTE [Orphans in flight]
+      this.probeFd = null;
     }
     for (const hook of unmapHooks) hook(this); // NOTE [Receive reserve]
     this.dropPieceSpares();

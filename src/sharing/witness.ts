@@ -126,6 +126,12 @@ export function namedInFlightGone(segment: Segment): boolean {
   return true;
 }
 
+/** An owned segment came back free (in-flight.ts's segmentFree()): nothing of it is in flight. */
+export function witnessFree(segment: Segment): void {
+  if (segment.sentFirst >= 0) segment.sentFirst = segment.sentLast = -1;
+  if (segment.name !== null && Atomics.load(segment.header, W_UNWITNESSED) !== 0) Atomics.store(segment.header, W_UNWITNESSED, 0);
+}
+
 /**
  * The owner's cache holds no busy named segment (the end of a housekeeping pass): the witness
  * holds no descriptor of this process's while nothing needs it. The current epoch ends; once

@@ -126,6 +126,16 @@ export class Storage {
     return this.#device === null ? 'cpu' : this.#device.device;
   }
 
+  /**
+   * A CPU storage of this class itself: what the send path's frames carry as a segment (moved
+   * into one first if private). Not a mapped file's (FileStorage, NOTE [File storages]) nor a
+   * CUDA storage (NOTE [CUDA chunk lifetime]), which travel by their own reductions. One check
+   * for both encoders (frame-encode.ts, plain-encode.ts), on the hot path of every send.
+   */
+  isPlainCpu(): boolean {
+    return this.#device === null && this.constructor === Storage;
+  }
+
   /** The device lease behind a CUDA storage, or null for a CPU one. Throws ERR_TP_RELEASED after release(). */
   get deviceBacking(): DeviceBacking | null {
     if (this.#buffer === null) throw released();

@@ -1,12 +1,5 @@
 // Tensor: a typed n-d view (shape, stride, offset in elements) over a Storage, as in torch.
-import {
-  DeviceMismatchError,
-  IndexOutOfRangeError,
-  InvalidShapeError,
-  NotContiguousError,
-  InvalidArgumentError,
-  ReadOnlyError,
-} from '../errors.js';
+import { IndexOutOfRangeError, InvalidShapeError, NotContiguousError, InvalidArgumentError } from '../errors.js';
 import { type DType, type DTypeInfo, type Scalar, type TypedArray, dtypeInfo } from './dtype.js';
 import { readScalar, writeScalar, forEachOffset } from './elements.js';
 import { checkDim, checkIndex, checkInt, contiguousStrides, inferShape } from './shape.js';
@@ -16,6 +9,7 @@ import { checkArgCount } from '../arguments.js';
 import { describeValue } from '../describe-value.js';
 import { type Device, deviceIndex, deviceOps, parseDevice } from './device.js';
 import { devicePattern } from './device-pattern.js';
+import { assertDeviceCopy, assertDeviceCopyOut, assertDeviceFill, assertPinnable, assertWritable, cudaIndexError } from './guards.js';
 
 export class Tensor {
   readonly storage: Storage;
@@ -136,19 +130,10 @@ export class Tensor {
   set(index: readonly number[], value: Scalar): this {
     checkArgCount('Tensor.set()', arguments, 2);
     if (!Array.isArray(index)) throw new InvalidArgumentError('set(index, value) takes the index as an array: t.set([i, j], v).');
-    this.#writable('set');
+    assertWritable(this.storage, 'set');
     const at = this.#indexOf(index);
     (this.#all() as unknown as (number | bigint)[])[at] = writeScalar(this.#info, value);
     return this;
-  }
-
-  /** Writing methods refuse a read-only storage (a file mapped with fromFile(), not writable). */
-  #writable(op: string): void {
-    if (this.storage.readOnly) {
-      throw new ReadOnlyError(
-        `${op}(): this tensor maps a file read-only (fromFile without writable: true). Map it with { writable: true } to write to the file, or write to a clone().`,
-      );
-    }
   }
 
   // --- views ------------------------------------------------------------------------------
@@ -242,12 +227,11 @@ export class Tensor {
 
   fill(value: Scalar): this {
     checkArgCount('Tensor.fill()', arguments, 1);
-    this.#writable('fill');
+    assertWritable(this.storage, 'fill');
     const raw = writeScalar(this.#info, value);
     const device = this.storage.deviceBacking;
     if (device !== null) {
-      if (!this.isContiguous())
-        throw new NotContiguousError('fill() of a non-contiguous CUDA view is not supported: fill a contiguous tensor.');
+      assertDeviceFill(this);
       const { width, lo, hi } = devicePattern(this.#info, raw);
       deviceOps().fill(device, this.offset * this.#info.itemsize, this.#numel, width, lo, hi);
       return this;
@@ -268,20 +252,13 @@ export class Tensor {
   copy(src: Tensor): this {
     checkArgCount('Tensor.copy()', arguments, 1);
     if (!(src instanceof Tensor)) throw new InvalidArgumentError(`copy() takes a Tensor (got ${describeValue(src)}).`);
-    this.#writable('copy');
+    assertWritable(this.storage, 'copy');
     if (src.shape.length !== this.shape.length || src.shape.some((d, i) => d !== this.shape[i])) {
       throw new InvalidShapeError(`copy(): shapes differ, [${src.shape.join(', ')}] into [${this.shape.join(', ')}].`);
     }
     if (this.#numel === 0) return this;
     if (src.device !== 'cpu' || this.device !== 'cpu') {
-      if (src.device !== this.device) {
-        throw new DeviceMismatchError(
-          `copy() of a ${src.device} tensor into a ${this.device} one: devices differ. Use \`await src.to('${this.device}')\` first.`,
-        );
-      }
-      if (src.dtype !== this.dtype || !src.isContiguous() || !this.isContiguous()) {
-        throw new NotContiguousError('copy() between CUDA tensors needs one dtype and contiguous tensors: use contiguous() views.');
-      }
+      assertDeviceCopy(this, src);
       const n = this.#numel * this.#info.itemsize;
       deviceOps().copyDtoD(
         this.storage.deviceBacking!,
@@ -355,9 +332,8 @@ export class Tensor {
 
   /** `to('cuda:N')` (device 0 by default). */
   cuda(index = 0): Promise<Tensor> {
-    if (!Number.isSafeInteger(index) || index < 0) {
-      return Promise.reject(new InvalidArgumentError(`cuda(index) takes a device number >= 0, got ${describeValue(index)}.`));
-    }
+    const refused = cudaIndexError(index);
+    if (refused !== null) return Promise.reject(refused);
     return this.to(`cuda:${index}`);
   }
 
@@ -368,7 +344,7 @@ export class Tensor {
    */
   pinMemory(): this {
     checkArgCount('Tensor.pinMemory()', arguments, 0);
-    if (this.device !== 'cpu') throw new InvalidArgumentError(`pinMemory() pins CPU memory; this tensor is on ${this.device}.`);
+    assertPinnable(this);
     const ops = deviceOps();
     ops.require('pinMemory()'); // first: nothing moves into shared memory without a driver
     this.storage.shareMemory();
@@ -442,9 +418,7 @@ function copyAcross(t: Tensor, target: Device): Tensor {
     if (host !== t) host.release();
     return out;
   }
-  if (!t.isContiguous()) {
-    throw new NotContiguousError('Copying a non-contiguous CUDA view is not supported: copy the whole tensor, or a contiguous view of it.');
-  }
+  assertDeviceCopyOut(t);
   const out = new Tensor(Storage.allocate(nbytes, false, false), info, t.shape.slice());
   ops.copyDtoH(out.storage.internalBuffer, out.storage.byteOffset, t.storage.deviceBacking!, t.offset * info.itemsize, nbytes);
   if (target === 'cpu') return out;

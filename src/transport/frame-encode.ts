@@ -1,6 +1,6 @@
 // Encoding a message into one frame (NOTE [Frames], frame.ts): a lone tensor in its fixed
 // layout, a plain tree (plain-encode.ts), or a VALUE frame, spilled when too large (spill.ts).
-import { Tensor, Storage } from '../tensor/index.js';
+import { Tensor } from '../tensor/index.js';
 import { exportStorage, abandonExport } from '../sharing/index.js';
 import { NotTransferableError, TooManyDescriptorsError, isTensorprocError } from '../errors.js';
 import { prepare } from './walk.js';
@@ -90,13 +90,7 @@ export function checkMessage(value: unknown, path = ''): void {
 function isLoneTensor(value: unknown): value is Tensor {
   // Over a segment's CPU storage only: a mapped file's travels by its own reduction (NOTE [File
   // storages]), a CUDA tensor as a message (its storage's reduction: NOTE [CUDA chunk lifetime]).
-  return (
-    value instanceof Tensor &&
-    value.shape.length <= MAX_NDIM &&
-    value.constructor === Tensor &&
-    value.storage.constructor === Storage &&
-    value.storage.device === 'cpu'
-  );
+  return value instanceof Tensor && value.shape.length <= MAX_NDIM && value.constructor === Tensor && value.storage.isPlainCpu();
 }
 
 // Names are ASCII (segment names, `fd:<dev>:<ino>` keys): one native call writes or reads one.

@@ -1,7 +1,7 @@
 // PLAIN frames, the encoder: writes a small tree of plain values and tensors into one buffer
 // (NOTE [Plain frames], plain-layout.ts), or gives the message to the VALUE path.
 import { types } from 'node:util';
-import { Tensor, Storage } from '../tensor/index.js';
+import { Tensor, type Storage } from '../tensor/index.js';
 import { abandonExport, exportStorage, type ExportedStorage } from '../sharing/index.js';
 import { DTYPE_CODE, FRAME_VERSION, INLINE_MAX, KIND_PLAIN, MAX_FDS, MAX_NDIM, STRATEGY_CODE, viewsOf } from './wire.js';
 import {
@@ -221,9 +221,8 @@ function writePlainObject(o: Record<string, unknown>, depth: number): boolean {
 function writeTensor(t: Tensor): boolean {
   const ndim = t.shape.length;
   // A released tensor: the VALUE path refuses it with its own error.
-  if (ndim > MAX_NDIM || t.storage.isReleased() || t.storage.device !== 'cpu') return false; // CUDA: the table's reduction
-  // A storage that is not a segment's (a mapped file: NOTE [File storages]) travels by its own reduction.
-  if (t.storage.constructor !== Storage) return false;
+  // A CUDA storage, or one that is not a segment's (a mapped file: NOTE [File storages]), travels by its own reduction.
+  if (ndim > MAX_NDIM || t.storage.isReleased() || !t.storage.isPlainCpu()) return false;
   let index = storages.indexOf(t.storage);
   if (index < 0) {
     // The VALUE path keeps one descriptor for a spill, and refuses more, with its own error.

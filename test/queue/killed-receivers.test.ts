@@ -116,7 +116,12 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
         t.diagnostic(`messages lost in the consumers' hands: ${lostTotal}; segments busy after housekeeping: ${busy.length}`);
         assert.equal(busy.length, 0, `seed ${seed}: segments busy with nothing alive to hold them: ${busy.join('; ')}`);
         mp.emptyCache();
-        assert.deepEqual({ fds: openFds().size, mappings: mappedSegments() }, start);
+        const end = { fds: openFds().size, mappings: mappedSegments() };
+        // The figures issue 25 is judged by, per strategy and size (a duplicate fails above).
+        t.diagnostic(
+          `trials ${TRIALS[strategy]}, duplicated 0, descriptors ${start.fds} -> ${end.fds}, mappings ${start.mappings} -> ${end.mappings}`,
+        );
+        assert.deepEqual(end, start);
       } finally {
         q.close();
         flowing.close();
