@@ -419,7 +419,8 @@ export class Segment {
     if (this.#unmapped) return;
     this.#unmapped = true;
     noteSegmentUnmapped();
-    countUnmapped(this.owned, this.capacity, this.#fd !== null);
+    // While probing, the probe's descriptor stands in for the kept one (in-flight.ts).
+    countUnmapped(this.owned, this.capacity, this.#fd !== null || this.probeFd !== null);
     if (this.name !== null) managerClient.noteUnmapped(this.name);
     if (this.#fd !== null) {
       addon.close(this.#fd);
