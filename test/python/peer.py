@@ -139,4 +139,7 @@ while True:
     elif op == "exit":
         outbox.put("bye")
         break
-    m = v = None  # nothing of this message is kept past its answer (its arrays are collected now)
+    # Nothing of this message is kept past its answer (its arrays are collected now): `t` of
+    # "torch" wraps a piece of Node's slab, and kept it held until Node's GC happened to close
+    # that slab during a later test, which then saw it busy (CI, 2026-12-05).
+    m = v = t = out = big = None
