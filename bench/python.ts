@@ -5,10 +5,13 @@
 // size: what people use today, the same tensors as bytes over a Unix socket (length-prefixed,
 // copied into a fresh buffer per message), torch's own Queue between two Python processes
 // (anchors/torch-queue.py), and tensorproc's Node -> Node over the same loop (the W1 consumer,
-// lib/w1-role.ts). Consumer-side messages/s from the 2nd message.
+// lib/w1-role.ts), for each strategy. Consumer-side messages/s from the 2nd message. Records as
+// NOTE [Bench records]; bars as verdicts.ts (issue 28: at every size at least 0.7x Node -> Node,
+// from 1 MiB at least 10x the socket copy).
 //
-//   node --expose-gc dist/bench/python.js [--quick]
+//   tensorproc bench --only W6      or, alone:      node --expose-gc dist/bench/python.js [--quick]
 import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
@@ -19,18 +22,21 @@ import type * as mp from 'tensorproc';
 import * as lib from '../src/index.js';
 import { reductionFor } from '../src/transport/registry.js';
 import { findPythons } from './lib/programs.js';
+import { benchEnv, printNotMeasured, runWorkload, streamRecord, type Step, type StepRecord } from './lib/workload.js';
 
-const quick = process.argv.includes('--quick') || process.env.TENSORPROC_BENCH_QUICK === '1';
+const env = benchEnv();
+const quick = env.quick || process.argv.includes('--quick');
 const SIZES = process.env.W6_SIZES ? process.env.W6_SIZES.split(',').map(Number) : [1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20];
 const clamp = (x: number, lo: number, hi: number): number => Math.max(lo, Math.min(hi, Math.floor(x)));
-const countFor = (size: number): number => (quick ? clamp(2 ** 25 / size, 10, 2000) : clamp(2 ** 30 / size, 40, 50_000));
+const countFor = (size: number): number =>
+  env.smoke ? clamp(2 ** 20 / size, 4, 50) : quick ? clamp(2 ** 25 / size, 10, 2000) : clamp(2 ** 30 / size, 40, 50_000);
 const MAXSIZE = 64;
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const consumerPy = join(repo, 'bench/w6-consumer.py');
 const torchQueuePy = join(repo, 'bench/anchors/torch-queue.py');
 const { torch, any } = findPythons();
 const python = torch?.path ?? any?.path ?? 'python3';
-const env = { ...process.env, PYTHONPATH: join(repo, 'python') };
+const pyEnv = { ...process.env, PYTHONPATH: join(repo, 'python') };
 
 interface Line {
   bytes: number;
@@ -74,7 +80,7 @@ async function nodeToPython(strategy: mp.SharingStrategy, size: number, count: n
     [...(process.env.W6_PROFILE ? ['-m', 'cProfile', '-o', '/tmp/w6.prof'] : []), consumerPy, 'tensorproc', `${size}:${count}`],
     {
       stdio: ['ignore', 'pipe', 'inherit', ...queueFds(q)],
-      env: { ...env, TENSORPROC_SHARING_STRATEGY: strategy },
+      env: { ...pyEnv, TENSORPROC_SHARING_STRATEGY: strategy },
     },
   );
   try {
@@ -110,7 +116,7 @@ async function socketCopy(size: number, count: number): Promise<number> {
   const server = createServer();
   server.listen(path);
   await once(server, 'listening');
-  const proc = spawn(python, [consumerPy, 'socket', path, `${size}:${count}`], { stdio: ['ignore', 'pipe', 'inherit'], env });
+  const proc = spawn(python, [consumerPy, 'socket', path, `${size}:${count}`], { stdio: ['ignore', 'pipe', 'inherit'], env: pyEnv });
   try {
     const [conn] = (await once(server, 'connection')) as [import('node:net').Socket];
     const result = linesOf(proc, 1);
@@ -141,26 +147,38 @@ function torchQueue(size: number, count: number): number | null {
 }
 
 const fmtSize = (b: number): string => (b >= 1 << 20 ? `${b >> 20} MiB` : `${b >> 10} KiB`);
-const fmt = (x: number | null): string => (x === null ? 'n/a' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
 
-const rows: string[] = [];
-console.log(
-  `W6: Node producer -> Python consumer, messages/s (consumer side, from the 2nd message)${quick ? ', --quick' : ''}; python ${python}`,
-);
-console.log('');
-console.log(
-  '| size | count | tensorproc fd -> Python | tensorproc fs -> Python | Node -> Node (fd) | bytes over a Unix socket | torch Queue (Python -> Python) | vs socket | vs Node -> Node |',
-);
-console.log('|---|---|---|---|---|---|---|---|---|');
-for (const size of SIZES) {
-  const count = countFor(size);
-  const fd = await nodeToPython('file_descriptor', size, count);
-  const fs = await nodeToPython('file_system', size, count);
-  const nn = await nodeToNode('file_descriptor', size, count);
-  const sock = await socketCopy(size, count);
-  const tq = torchQueue(size, count);
-  const row = `| ${fmtSize(size)} | ${count} | ${fmt(fd)} | ${fmt(fs)} | ${fmt(nn)} | ${fmt(sock)} | ${fmt(tq)} | ${(fd / sock).toFixed(1)}x | ${(fd / nn).toFixed(2)}x |`;
-  rows.push(row);
-  console.log(row);
-  lib.emptyCache();
+/** Why W6 cannot run here, or null: it needs a python3 with numpy and the repository's python/ and bench/ files. */
+function missing(): string | null {
+  if (!existsSync(consumerPy) || !existsSync(join(repo, 'python/tensorproc/__init__.py')))
+    return 'the Python package and W6 consumer are not in this install: run W6 from a clone of the repository';
+  const r = spawnSync(python, ['-c', 'import numpy'], { encoding: 'utf8' });
+  return r.status === 0 ? null : `${python} cannot import numpy (Debian: apt-get install python3-numpy)`;
+}
+
+const steps: Step[] = SIZES.map((size) => ({
+  label: `Node -> Python, ${fmtSize(size)}`,
+  weight: 5,
+  async run(): Promise<StepRecord[]> {
+    const count = countFor(size);
+    const rec = (impl: string, msgsPerS: number): StepRecord => streamRecord(impl, size, count, (count - 1) / msgsPerS, fmtSize(size));
+    const out: StepRecord[] = [];
+    for (const strategy of ['file_descriptor', 'file_system'] as const) {
+      out.push(rec(`tensorproc ${strategy}`, await nodeToPython(strategy, size, count)));
+      out.push(rec(`Node -> Node ${strategy}`, await nodeToNode(strategy, size, count)));
+      lib.emptyCache();
+    }
+    out.push(rec('bytes over a Unix socket', await socketCopy(size, count)));
+    const tq = torchQueue(size, count);
+    if (tq !== null) out.push(rec('torch Queue, Python -> Python', tq));
+    return out;
+  },
+}));
+
+const why = missing();
+if (why !== null)
+  console.log(JSON.stringify({ workload: 'W6', not_measured: why })); // the whole workload (NOTE [Bench records])
+else {
+  if (torch === null) printNotMeasured('W6', 'torch Queue, Python -> Python', 'no python3 on PATH imports torch');
+  await runWorkload('W6', steps, env);
 }

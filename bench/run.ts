@@ -50,6 +50,7 @@ export const WORKLOADS: Workload[] = [
   },
   { id: 'W4', program: 'data.js', title: 'a data loader with 2 workers', seconds: [20, 60], yardstick: true, torch: true },
   { id: 'W5', program: 'cluster.js', title: 'a Pool on a NATS cluster (needs nats-server)', seconds: [25, 60], yardstick: false },
+  { id: 'W6', program: 'python.js', title: 'Node producer → Python consumer (needs python3-numpy)', seconds: [30, 150], yardstick: false },
   { id: 'alloc', program: 'alloc.js', title: 'shared allocation', seconds: [15, 30], yardstick: false },
   { id: 'messages', program: 'messages.js', title: 'message encoding', seconds: [10, 20], yardstick: false },
   { id: 'sync', program: 'sync.js', title: 'sync primitives', seconds: [10, 30], yardstick: false },

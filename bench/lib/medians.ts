@@ -3,7 +3,7 @@
 import { markdownTable } from 'markdown-table';
 import type { BenchRecord } from './record.js';
 import { median } from './stats.js';
-import { barFor } from './verdicts.js';
+import { barsFor, type CaseBar } from './verdicts.js';
 
 /** Medians of one workload's records: impl -> case -> value. */
 export class Medians {
@@ -57,8 +57,16 @@ export const fmtShare = (x: number | undefined): string => (x === undefined ? 'â
 
 /** The verdict of `impl` on a case against its bar, or '' where it has none. */
 export function verdict(m: Medians, workload: string, impl: string, caseName: string): { bar: string; verdict: string } {
-  const bar = barFor(workload, caseName, impl);
-  if (bar === null) return { bar: '', verdict: '' };
+  const bars = barsFor(workload, caseName, impl);
+  if (bars.length <= 1) return bars.length ? verdictOne(m, impl, caseName, bars[0]!) : { bar: '', verdict: '' };
+  // Several bars (W6): the case passes when every one does; each figure is shown.
+  const each = bars.map((b) => verdictOne(m, impl, caseName, b)).filter((v) => v.bar !== '');
+  const pass = each.every((v) => v.verdict.startsWith('pass'));
+  const figures = each.map((v) => v.verdict.replace(/^\w+ \((.*)\)$/, '$1')).join('; ');
+  return { bar: each.map((v) => v.bar).join('; '), verdict: `${pass ? 'pass' : 'BELOW'} (${figures})` };
+}
+
+function verdictOne(m: Medians, impl: string, caseName: string, bar: CaseBar): { bar: string; verdict: string } {
   if (bar.atMost !== undefined) {
     // A figure judged as it is (W3 mixed's multiple of its own free worker), in its own unit only.
     const v = m.unit.startsWith('x ') ? m.get(impl, caseName) : undefined;

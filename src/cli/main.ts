@@ -28,7 +28,10 @@ const bench = program
   .option('--quick', 'short counts: a smoke run of every workload in about a minute')
   .option('--json', 'print only the measurements, one JSON object a line, and a line for each thing not measured (no progress, no tables)')
   .addOption(
-    new Option('--only <ids>', 'run only these workloads, comma-separated: W1,W2,W3,W4, or alloc, messages, sync').argParser(parseOnly),
+    new Option(
+      '--only <ids>',
+      'run only these workloads, comma-separated: W1,W2,W3,W3mixed,W4, or W5 (cluster), W6 (Python), alloc, messages, sync',
+    ).argParser(parseOnly),
   )
   .addOption(
     new Option('--plot <file.svg>', "draw W1's messages/s against size, one line per implementation (needs vega and vega-lite)").argParser(

@@ -32,3 +32,29 @@ test('W3 1 MiB verdicts: out of reach only by a limit below the bar that ours di
   assert.match(row(466, 607, 7_000), /\| BELOW \(0\.768x\) +\|$/, 'the limit allows the bar: plainly below');
   assert.match(row(7_000, 607, 8_000), /\| pass \(11\.5x\) +\|$/);
 });
+
+test('W6 verdicts: from 1 MiB a case has two bars and passes only when both do', () => {
+  const w6 = (impl: string, c: string, value: number): BenchRecord => ({
+    workload: 'W6',
+    impl,
+    case: c,
+    value,
+    unit: 'msgs/s',
+    better: 'higher',
+    run: 0,
+  });
+  const line = (c: string, py: number, nn: number, sock: number): string => {
+    const records = [
+      w6('tensorproc file_descriptor', c, py),
+      w6('Node -> Node file_descriptor', c, nn),
+      w6('bytes over a Unix socket', c, sock),
+    ];
+    return report(records)
+      .split('\n')
+      .find((l) => new RegExp(`^\\| ${c} +\\| +tensorproc file_descriptor `).test(l))!;
+  };
+  assert.match(line('1 KiB', 800, 1_000, 5_000), /≥ 0\.7x Node -> Node +\| pass \(0\.800x\) +\|$/, 'one bar below 1 MiB');
+  assert.match(line('1 MiB', 800, 1_000, 50), /≥ 0\.7x Node -> Node; ≥ 10x socket +\| pass \(0\.800x; 16\.0x\) +\|$/);
+  assert.match(line('1 MiB', 800, 1_000, 100), /\| BELOW \(0\.800x; 8\.00x\) +\|$/, 'the socket bar alone fails it');
+  assert.match(line('16 MiB', 600, 1_000, 10), /\| BELOW \(0\.600x; 60\.0x\) +\|$/, 'the Node -> Node bar alone fails it');
+});

@@ -39,7 +39,7 @@ test('doctor reports every check', () => {
 test('bench refuses an unknown workload with the usage and a non-zero exit, naming those it has', () => {
   const r = run('bench', '--only', 'W1,nope');
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /no workload named nope \(have: W1, W2, W3, W3mixed, W4, W5, alloc, messages, sync\)/);
+  assert.match(r.stderr, /no workload named nope \(have: W1, W2, W3, W3mixed, W4, W5, W6, alloc, messages, sync\)/);
   assert.match(r.stderr, /Usage: tensorproc bench/);
   assert.equal(r.stdout, '', 'nothing ran');
 });
