@@ -1,6 +1,41 @@
 // The head of a cluster DataLoader's workers (NOTE [Cluster loader]): one epoch's workers (or
 // a persistent loader's) placed on the agents' slots, this host's first, and driven as the
 // loader drives a local worker set: by worker id, messages in, messages and exits out.
+//
+// NOTE [Cluster loader]
+// `new DataLoader(target, { numWorkers, cluster })` (issue 29) keeps every contract of the local
+// loader by changing only where the workers are: LoaderWorkers (data/workers.ts: the sampler,
+// the round robin, prefetch, the reorder buffer, restarts, persistent workers, state dicts)
+// drives a LoaderSet by worker id, and with `cluster` that set is this file's instead of one
+// LoaderWorkerHost (data/worker-host.ts) on this host:
+//  - Placement: the cluster Pool's (pool-placement.ts, `loader: true`): numWorkers slots from
+//    the agents' offers, the head's own host's first (NOTE [Same-host slots]), then the other
+//    hosts' by name. Worker ids follow that order, so worker 0 is on the head's host.
+//  - Workers: on the head's own host the head runs them itself, a LoaderWorkerHost whose
+//    batches stay shared memory; on another host its agent runs one per loader job
+//    (loader-agent.ts), started with the head's spec (its targets as paths under the root,
+//    loader-wire.ts) and each worker's loader id, so that worker k has seed baseSeed + k and
+//    getWorkerInfo().id k wherever it runs, and loads exactly the batches a local loader's
+//    worker k would, in the same order: the same seed gives the same epoch as a local loader.
+//    Both hosts run the same worker program, the local loader's.
+//  - Wire: head → agent `lstart`/`lreplace`/`lsend` (a worker's inbox), agent → head `lmsg`
+//    (what the worker sent, with its pid) and `lexit` (its exit code, signal and error), in
+//    order on one subject, so a worker's messages come before its exit as in a worker set.
+//    Batches go through codec.ts: copied once into fresh shared tensors of the head's host;
+//    the agent releases its copy at once (back to the worker's segment cache).
+//  - Failures: a worker's death is the local loader's (DataLoaderWorkerExitedError, or with
+//    maxWorkerRestarts an `lreplace` and its batches sent again). A host whose heartbeat stops
+//    for hostTimeout fails the iteration with HostLostError through the set's fail hook: the
+//    batches ready before it are handed out, then the error; the workers left are stopped, and
+//    loader.stateDict() resumes the epoch (the next iteration places its workers anew). Not
+//    re-run on other hosts: numWorkers slots would have to be found again mid-epoch, and a
+//    worker's seed and replica state live with it. The head's death ends every remote worker
+//    through the job lease, as for pools; an agent's death takes its workers with it.
+//  - Refusals before any worker starts: a composed dataset (handles to this host's memory)
+//    in the constructor, a target outside cluster.root before connecting, too few slots after
+//    connectTimeout (ClusterUnavailableError).
+// The head holds one NATS connection per set of workers: an epoch's, or a persistent loader's
+// until close(). The core loads this entry only when `cluster` is given (workers/cluster-entry.ts).
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
