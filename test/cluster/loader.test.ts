@@ -4,9 +4,11 @@
 // once, in the order and with the seeds of a local loader with the same seed (inOrder: false
 // too; persistent workers; a DistributedSampler per rank); stateDict() resumes; a remote
 // worker SIGKILLed mid-epoch is a coded error, or with maxWorkerRestarts its batches re-run;
-// an agent SIGKILLed mid-epoch is HostLostError, without a hang; bad options are coded errors.
+// an agent SIGKILLed mid-epoch is HostLostError, without a hang; the head's death ends its
+// workers on every host; bad options are coded errors.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,13 +29,16 @@ import {
 } from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { running } from '../helpers/procs.js';
+import { waitFor } from '../helpers/wait.js';
 import {
+  exited,
   freePort,
   makeNetnsHosts,
   netnsNames,
   startAgent,
   startAgentIn,
   startNats,
+  waitForLine,
   type AgentProc,
   type NatsCluster,
   type NetnsHosts,
@@ -91,7 +96,7 @@ before(async () => {
     if (typeof netns !== 'string') netns.remove();
     throw e;
   }
-  cluster = { servers: nats.servers, root, hostId: 'A', hostTimeout: 1500 };
+  cluster = { servers: nats.servers, root, hostId: 'A', hostTimeout: 4000 };
 });
 after(async () => {
   await Promise.all(agents.map((a) => a.stop()));
@@ -254,4 +259,20 @@ describe('cluster DataLoader options', { timeout: 30_000 }, () => {
     const many = new DataLoader(DATA(4), { numWorkers: 9, cluster: { ...cluster, connectTimeout: 300 } });
     await assert.rejects(epoch(many), ClusterUnavailableError);
   });
+});
+
+it("the head's death ends its loader's workers on every host", { timeout: 30_000 }, async () => {
+  const main = fileURLToPath(new URL('./fixtures/loader-head-main.js', import.meta.url));
+  const head = spawn(process.execPath, [main, nats.servers, root], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const { pids } = JSON.parse(await waitForLine(head, /\{"pids".*\}\n/, 'the head')) as { pids: number[] };
+    assert.equal(pids.length, 2, `a worker on A and one on B: ${pids}`);
+    head.kill('SIGKILL');
+    await exited(head);
+    // A's worker dies with its parent; B's agent hears no heartbeat for the lease (2 s), then stops it.
+    await waitFor(() => pids.every((p) => !running(p)), 20_000);
+  } finally {
+    head.kill('SIGKILL');
+    await exited(head);
+  }
 });
