@@ -28,6 +28,9 @@
 //   released on arrival. Then the workers are stopped (inbox closed, then SIGTERM, then
 //   SIGKILL) and awaited, unless they are persistent and nothing failed: those are parked,
 //   kept until loader.close(), and never keep the process alive while parked.
+// - Where the workers run is a LoaderSet's (worker-host.ts): this host's worker set, or with
+//   `cluster` the agents' and the head's own (NOTE [Cluster loader]); everything above is
+//   the same for both, a lost host being one more coded failure (the set's `fail`).
 // - The channels keep the process alive only while the loader waits for a batch: a
 //   process whose iteration was abandoned half-way (an iterator dropped without return())
 //   can still exit, and the workers die with it.
