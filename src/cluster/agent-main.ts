@@ -9,6 +9,7 @@ import * as mp from '../index.js';
 import type { EnvName } from '../env.js';
 import { connectCluster, hostId, type ClusterOptions } from './connect.js';
 import { Receiver, Sender, decode, encode, errorToData } from './codec.js';
+import { AgentLoader } from './loader-agent.js';
 import {
   DISCOVER,
   HEARTBEAT_MS,
@@ -39,6 +40,8 @@ interface Job {
   id: string;
   /** Null for slots the head runs itself, on this machine (NOTE [Same-host slots]): only held here. */
   pool: mp.Pool | null;
+  /** A cluster DataLoader's workers (NOTE [Cluster loader]), else null. */
+  loader: AgentLoader | null;
   slots: number;
   sub: Subscription;
   beat: Subscription;
@@ -110,17 +113,23 @@ export class Agent {
       if (this.#jobs.has(req.job)) throw new mp.InvalidArgumentError(`job ${req.job} is already open here`);
       if (!Number.isInteger(req.slots) || req.slots < 1 || req.slots > this.free)
         throw new mp.ClusterUnavailableError(`host ${this.host} has ${this.free} free slots, ${req.slots} asked`);
-      const pool = req.local
-        ? null
-        : new mp.Pool({
-            processes: req.slots,
-            initializer: req.initializer ? this.#target(req.initializer) : null,
-            initargs: req.initargs,
-            maxtasksperchild: req.maxtasksperchild,
-          });
+      const reply = (v: ToHead): void => {
+        if (!this.#nc.isClosed()) this.#send.send(headSubject(req.job), v);
+      };
+      const loader = req.loader && !req.local ? new AgentLoader(this.host, this.root, reply) : null;
+      const pool =
+        req.local || req.loader
+          ? null
+          : new mp.Pool({
+              processes: req.slots,
+              initializer: req.initializer ? this.#target(req.initializer) : null,
+              initargs: req.initargs,
+              maxtasksperchild: req.maxtasksperchild,
+            });
       const job: Job = {
         id: req.job,
         pool,
+        loader,
         slots: req.slots,
         leaseMs: req.leaseMs,
         running: new Set(),
@@ -129,7 +138,9 @@ export class Agent {
         lease: setTimeout(() => this.#expire(job), req.leaseMs),
       };
       this.#jobs.set(req.job, job);
-      this.#log(`job ${req.job}: ${req.slots} slots${pool === null ? ', run by its head on this machine' : ''}`);
+      this.#log(
+        `job ${req.job}: ${req.slots} slots${req.local ? ', run by its head on this machine' : loader !== null ? ', DataLoader workers' : ''}`,
+      );
       m.respond(encode({ ok: true }));
     } catch (e) {
       m.respond(encode({ ok: false, error: errorToData(e) }));
@@ -145,7 +156,9 @@ export class Agent {
     if (!got) return;
     const m = got.value as ToAgent;
     if (m.op === 'run') this.#run(job, m);
-    else if (m.op === 'close') void this.#end(job, false);
+    else if (m.op === 'lstart' || m.op === 'lreplace' || m.op === 'lsend') {
+      if (job.loader !== null) job.loader.take(m);
+    } else if (m.op === 'close') void this.#end(job, false);
     else void this.#end(job, true);
   }
 
@@ -203,6 +216,7 @@ export class Agent {
       }
       await job.pool.join().catch(() => {});
     }
+    await job.loader?.end(terminate);
     job.sub.unsubscribe();
     if (!this.#nc.isClosed()) this.#send.send(headSubject(job.id), { op: 'closed', host: this.host } satisfies ToHead);
     this.#log(`job ${job.id}: ${terminate ? 'terminated' : 'closed'}`);

@@ -158,7 +158,7 @@ export class ClusterPool implements RemotePool {
       host.closed = true;
       this.#closedWaiters.get(host.name)?.();
     } else if (m.op === 'done') this.#settle(host, m.seq, m.values, null);
-    else this.#settle(host, m.seq, null, errorFromData(m.error, m.host));
+    else if (m.op === 'failed') this.#settle(host, m.seq, null, errorFromData(m.error, m.host));
   }
 
   #tick(): void {

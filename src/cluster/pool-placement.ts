@@ -21,18 +21,23 @@ export interface Host {
   closed: boolean;
   /** This machine's slots, run by the head: null for an agent's own. */
   local: LocalSlots | null;
+  /** On the head's own machine (NOTE [Same-host slots]): a Pool's have `local`, a loader's are the loader's (NOTE [Cluster loader]). */
+  here: boolean;
 }
+
+/** A Pool's options, or a loader's (`loader`: the agents start DataLoader workers, none at open). */
+export type PlacementOptions = RemotePoolOptions & { loader?: boolean };
 
 export class Placement {
   /** In placement order: this host's first. */
   readonly hosts: Host[] = [];
   readonly #nc: NatsConnection;
   readonly #job: string;
-  readonly #o: RemotePoolOptions;
+  readonly #o: PlacementOptions;
   readonly #root: string;
   readonly #hostTimeout: number;
 
-  constructor(nc: NatsConnection, job: string, o: RemotePoolOptions, root: string, hostTimeout: number) {
+  constructor(nc: NatsConnection, job: string, o: PlacementOptions, root: string, hostTimeout: number) {
     this.#nc = nc;
     this.#job = job;
     this.#o = o;
@@ -62,7 +67,7 @@ export class Placement {
       }
       if (want > 0 && performance.now() > deadline)
         throw new mp.ClusterUnavailableError(
-          `The agents at ${String(this.#o.cluster.servers)} offer ${seen} free slots; this Pool asks for ${this.#o.processes}. Start more agents (npx tensorproc agent --server URL --slots N), or ask for fewer processes.`,
+          `The agents at ${String(this.#o.cluster.servers)} offer ${seen} free slots; this ${this.#o.loader ? 'DataLoader' : 'Pool'} asks for ${this.#o.processes}. Start more agents (npx tensorproc agent --server URL --slots N), or ask for fewer ${this.#o.loader ? 'workers (numWorkers)' : 'processes'}.`,
         );
     }
   }
@@ -77,6 +82,7 @@ export class Placement {
       initargs: here ? [] : o.initargs,
       maxtasksperchild: o.maxtasksperchild,
       local: here || undefined,
+      loader: o.loader || undefined,
     };
     const host: Host = {
       name,
@@ -86,6 +92,7 @@ export class Placement {
       lost: false,
       closed: false,
       local: null,
+      here,
       beat: this.#nc.subscribe(agentBeat(name), {
         callback: () => {
           host.lastBeat = performance.now();
@@ -102,7 +109,7 @@ export class Placement {
       host.beat.unsubscribe();
       return false;
     }
-    if (here) host.local = new LocalSlots(name, slots, this.#root, o);
+    if (here && !o.loader) host.local = new LocalSlots(name, slots, this.#root, o);
     this.hosts.push(host);
     return true;
   }

@@ -61,19 +61,37 @@ export interface OpenRequest {
    * slots]): the agent only holds them for the head's lease. Absent: the agent runs them.
    */
   local?: boolean;
+  /** DataLoader workers (NOTE [Cluster loader]): the agent starts them on `lstart`. Absent: a Pool's. */
+  loader?: boolean;
 }
 
 /** head → agent, on jobSubject. */
 export type ToAgent =
   | { op: 'run'; seq: number; target: WireTarget; items: readonly unknown[]; star: boolean }
   | { op: 'close' }
-  | { op: 'terminate' };
+  | { op: 'terminate' }
+  // A cluster loader's (NOTE [Cluster loader]): its workers here, by the loader's worker id.
+  | { op: 'lstart'; ids: number[]; args: unknown[][]; startMethod: 'spawn' | 'thread' }
+  | { op: 'lreplace'; id: number; args: unknown[] }
+  | { op: 'lsend'; id: number; value: unknown };
 
 /** agent → head, on headSubject. */
 export type ToHead =
   | { op: 'done'; host: string; seq: number; values: unknown[] }
   | { op: 'failed'; host: string; seq: number; error: Record<string, unknown> }
-  | { op: 'closed'; host: string };
+  | { op: 'closed'; host: string }
+  // A cluster loader's worker said `value`, or ended; or the agent could not do what it was asked.
+  | { op: 'lmsg'; host: string; id: number; pid: number; value: unknown }
+  | {
+      op: 'lexit';
+      host: string;
+      id: number;
+      pid: number;
+      exitCode: number;
+      signalName: NodeJS.Signals | null;
+      error: Record<string, unknown> | null;
+    }
+  | { op: 'lfailed'; host: string; error: Record<string, unknown> };
 
 let boot: string | null = null;
 /** This machine's boot id, the same in every process and namespace of one running kernel ('' where unreadable). */

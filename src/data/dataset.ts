@@ -98,3 +98,11 @@ export function needsTarget(what: 'dataset' | 'collate' | 'workerInit'): Dataset
       `${example}${what === 'dataset' ? ", or a dataset of tensorproc's classes over shared tensors or targets (mp.TensorDataset, Subset, ConcatDataset…), which travel to the workers; an object of this process cannot" : ''}, or numWorkers: 0.`,
   );
 }
+
+/** A cluster loader's refusal (NOTE [Cluster loader]): each agent builds the dataset from a module under cluster.root. */
+export function needsModuleTarget(): DatasetNeedsTargetError {
+  return new DatasetNeedsTargetError(
+    "A DataLoader with `cluster` builds its dataset on each agent from a dataset target under cluster.root ({ module: 'data.js', export: 'makeDataset', args }): " +
+      "datasets composed in this process (TensorDataset, Subset, ConcatDataset…) are handles to this host's memory. Wrap the composition in a module's export, or drop `cluster`.",
+  );
+}

@@ -13,6 +13,8 @@ export { defaultCollate, defaultConvert } from './collate.js';
 export { getWorkerInfo } from './worker-info.js';
 export type { WorkerInfo } from './worker-info.js';
 export { releaseTensors } from './release.js';
+/** Internal: the DataLoader's workers on one host, for tensorproc/cluster's agents (NOTE [Cluster loader]). */
+export { LoaderWorkerHost } from './worker-host.js';
 export { TensorDataset } from './datasets/tensor-dataset.js';
 export { Subset } from './datasets/subset.js';
 export { ConcatDataset } from './datasets/concat.js';

@@ -6,6 +6,7 @@ import {
   checkDatasetTarget,
   classify,
   isDatasetTarget,
+  needsModuleTarget,
   needsTarget,
   type Dataset,
   type DatasetKind,
@@ -28,6 +29,7 @@ import { checkIdentity, identify, type LoaderIdentity } from './state-identity.j
 import { snapshot, type ReplicaState } from './dataset-state.js';
 import { LoaderStats, type DataLoaderStats } from './loader-stats.js';
 import { resolveTarget } from '../process/target.js';
+import { placeRemoteWorkers, underRoot } from './cluster-link.js';
 
 export class DataLoader<B = unknown> implements AsyncIterable<B> {
   readonly #source: Dataset | DatasetTarget;
@@ -54,10 +56,13 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
   constructor(dataset: Dataset | DatasetTarget, options?: DataLoaderOptions) {
     const s = parseOptions(options);
     this.#settings = s;
-    this.#source = dataset;
+    // On a cluster, a module named by a path is under cluster.root, as for the cluster Pool's targets.
+    this.#source = s.cluster !== null && isDatasetTarget(dataset) ? underRoot(dataset, s.cluster) : dataset;
     this.#samplerGenerators = samplerGenerators([s.sampler, s.batchSampler], s.generator);
     if (isDatasetTarget(dataset)) {
       checkDatasetTarget(dataset);
+    } else if (isComposed(dataset) && s.cluster !== null) {
+      throw needsModuleTarget();
     } else if (isComposed(dataset)) {
       // NOTE [Datasets that travel]: sent to the workers as handles; its targets built by ready().
       if (s.numWorkers > 0) checkTravels(dataset);
@@ -169,17 +174,26 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
     if (old !== null && s.persistentWorkers && old.usable && old.baseSeed === epoch.baseSeed && epoch.restore === null) return old;
     if (old !== null && s.persistentWorkers) await old.stop();
     const spec = await this.#spec(kind, epoch.baseSeed);
-    const workers = new LoaderWorkers({
-      spec,
-      prefetchFactor: s.prefetchFactor,
-      inOrder: s.inOrder,
-      timeout: s.timeout,
-      persistent: s.persistentWorkers,
-      maxWorkerRestarts: s.maxWorkerRestarts,
-      startMethod: s.startMethod,
-      restore: epoch.restore,
-      stats: this.#stats,
-    });
+    // NOTE [Cluster loader]: the slots taken first; a refusal (no agents, a target outside the root) ends the iteration here.
+    const remote = s.cluster === null ? null : await placeRemoteWorkers({ numWorkers: s.numWorkers, cluster: s.cluster, spec });
+    let workers: LoaderWorkers;
+    try {
+      workers = new LoaderWorkers({
+        spec,
+        prefetchFactor: s.prefetchFactor,
+        inOrder: s.inOrder,
+        timeout: s.timeout,
+        persistent: s.persistentWorkers,
+        maxWorkerRestarts: s.maxWorkerRestarts,
+        startMethod: s.startMethod,
+        restore: epoch.restore,
+        stats: this.#stats,
+        makeSet: remote === null ? undefined : (o, fail) => remote.bind(o, fail),
+      });
+    } catch (e) {
+      await remote?.stop();
+      throw e;
+    }
     this.#workers = workers;
     return workers;
   }
@@ -190,7 +204,7 @@ export class DataLoader<B = unknown> implements AsyncIterable<B> {
       const s = this.#settings;
       const resolve = async (t: FunctionTarget | undefined) => {
         if (t === undefined) return null;
-        const { url, exportName } = await resolveTarget(t);
+        const { url, exportName } = await resolveTarget(s.cluster === null ? t : underRoot(t, s.cluster));
         return { module: url, export: exportName };
       };
       const source = this.#source as DatasetTarget;

@@ -9,9 +9,10 @@ import type { ReplicaState } from './dataset-state.js';
 
 /**
  * A worker's start arguments, with its replica's state to load (NOTE [Resumable datasets]):
- * everything it needs to build its replica and load batches.
+ * everything it needs to build its replica and load batches. On a cluster (NOTE [Cluster
+ * loader]) the loader's worker id (its index in the host's set differs) and the host's id.
  */
-export type WorkerArgs = [spec: WorkerSpec, replica: ReplicaState | null];
+export type WorkerArgs = [spec: WorkerSpec, replica: ReplicaState | null, id?: number, host?: string];
 
 /** What every worker of a loader is started with. */
 export interface WorkerSpec {

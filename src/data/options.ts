@@ -6,6 +6,7 @@ import type { CollateFn, ConvertFn } from './fetch.js';
 import { Generator, checkSeed } from './generator.js';
 import { checkBatchSize } from './sampler.js';
 import { checkTarget, isFunctionTarget, type FunctionTarget } from './target.js';
+import { isClusterOptions, type ClusterOptions } from '../workers/cluster-entry.js';
 
 export type StartMethod = 'spawn' | 'thread';
 
@@ -59,6 +60,12 @@ export interface DataLoaderOptions {
   releaseSamples?: boolean;
   /** Page-lock each batch's CPU tensors in place, for fast copies to a CUDA device (src/data/pin.ts); warns once without CUDA. */
   pinMemory?: boolean;
+  /**
+   * Run the workers on a cluster's agents, this host's first (docs/cluster.md, NOTE [Cluster
+   * loader]): the dataset is then a target whose module is under `cluster.root`, as are
+   * collate's and workerInit's. Needs numWorkers > 0 and tensorproc/cluster's NATS client.
+   */
+  cluster?: ClusterOptions | null;
 }
 
 export interface Settings {
@@ -79,6 +86,7 @@ export interface Settings {
   startMethod: StartMethod;
   releaseSamples: boolean;
   pinMemory: boolean;
+  cluster: ClusterOptions | null;
 }
 
 const KNOWN = new Set([
@@ -100,6 +108,7 @@ const KNOWN = new Set([
   'startMethod',
   'releaseSamples',
   'pinMemory',
+  'cluster',
 ]);
 
 function bool(o: DataLoaderOptions, key: keyof DataLoaderOptions, dflt: boolean): boolean {
@@ -180,7 +189,13 @@ export function parseOptions(options: DataLoaderOptions | undefined): Settings {
   }
   if (startMethod !== 'spawn' && startMethod !== 'thread')
     throw new InvalidArgumentError(`startMethod must be 'spawn' or 'thread' (got ${describeValue(startMethod)}).`);
+  const cluster = o.cluster ?? null;
+  if (cluster !== null && !isClusterOptions(cluster))
+    throw new InvalidArgumentError("cluster must be { servers: 'nats://host:4222' | string[], root? } (docs/cluster.md).");
+  if (cluster !== null && numWorkers === 0)
+    throw new InvalidArgumentError('cluster needs numWorkers > 0: it places the workers on the agents, and numWorkers 0 has none.');
   return {
+    cluster,
     batchSize: o.batchSampler !== undefined ? 1 : batchSize,
     shuffle,
     sampler: o.sampler,

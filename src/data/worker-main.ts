@@ -18,6 +18,9 @@ import { releaseTensors } from './release.js';
 import { loadFunction } from './target.js';
 import { loopTurner } from '../event-loop.js';
 import { setWorkerInfo } from './worker-info.js';
+import type { EnvName } from '../env.js';
+
+const HOST_ENV = 'TENSORPROC_HOST_ID' satisfies EnvName;
 
 /**
  * NOTE [Seeding Math.random]
@@ -40,7 +43,9 @@ function failure(task: number | null, e: unknown): FromWorker {
   return { kind: 'error', task, error, trace };
 }
 
-export const main = workerMain<WorkerArgs>(async ({ id, port, args: [spec, replica] }) => {
+export const main = workerMain<WorkerArgs>(async ({ id: index, port, args: [spec, replica, loaderId, host] }) => {
+  const id = loaderId ?? index;
+  if (host !== undefined) process.env[HOST_ENV] = host;
   const seed = spec.baseSeed + id;
   seedMathRandom(seed);
   const info = { id, numWorkers: spec.numWorkers, seed, generator: new Generator(seed), dataset: null as unknown };

@@ -28,12 +28,15 @@
 //   released on arrival. Then the workers are stopped (inbox closed, then SIGTERM, then
 //   SIGKILL) and awaited, unless they are persistent and nothing failed: those are parked,
 //   kept until loader.close(), and never keep the process alive while parked.
+// - Where the workers run is a LoaderSet's (worker-host.ts): this host's worker set, or with
+//   `cluster` the agents' and the head's own (NOTE [Cluster loader]); everything above is
+//   the same for both, a lost host being one more coded failure (the set's `fail`).
 // - The channels keep the process alive only while the loader waits for a batch: a
 //   process whose iteration was abandoned half-way (an iterator dropped without return())
 //   can still exit, and the workers die with it.
 
 import { DataLoaderClosedError, DataLoaderTimeoutError } from '../errors.js';
-import { WorkerSet, type WorkerExit } from '../workers/worker-set.js';
+import type { WorkerExit } from '../workers/worker-set.js';
 import type { Epoch } from './epoch.js';
 import type { FetchRequest } from './fetch.js';
 import type { FromWorker, WorkerArgs, WorkerSpec } from './messages.js';
@@ -42,7 +45,7 @@ import type { LoaderStats } from './loader-stats.js';
 import { releaseTensors } from './release.js';
 import { batchError, exitError, initError } from './worker-errors.js';
 import type { StartMethod } from './options.js';
-import { withWorkerTunables } from './worker-tunables.js';
+import { LoaderWorkerHost, type LoaderSet, type LoaderSetOptions } from './worker-host.js';
 
 interface Task {
   readonly id: number;
@@ -66,16 +69,17 @@ export interface WorkersOptions {
   restore: readonly (ReplicaState | null)[] | null;
   /** The loader's counters (loader.stats()). */
   stats: LoaderStats;
+  /**
+   * Where the workers run (NOTE [Cluster loader]): absent, on this host. `fail` ends the
+   * iteration with a coded error (a host lost: HostLostError).
+   */
+  makeSet?: (o: LoaderSetOptions, fail: (e: Error) => void) => LoaderSet;
 }
-
-const EXT = import.meta.url.slice(import.meta.url.lastIndexOf('.'));
-// The worker's program (src/programs/), by path: a worker child loads it as its target.
-const MAIN = { module: new URL(`../programs/data-worker${EXT}`, import.meta.url), export: 'main' };
 
 export class LoaderWorkers {
   readonly baseSeed: number;
   readonly #o: WorkersOptions;
-  readonly #set: WorkerSet;
+  readonly #set: LoaderSet;
   readonly #n: number;
   /** Tasks of the running iteration, until handed out. */
   readonly #tasks = new Map<number, Task>();
@@ -102,18 +106,15 @@ export class LoaderWorkers {
     this.#n = o.spec.numWorkers;
     this.#held = Array.from({ length: this.#n }, () => []);
     this.#active = new Array<boolean>(this.#n).fill(true);
-    this.#set = withWorkerTunables(
-      () =>
-        new WorkerSet({
-          main: MAIN,
-          size: this.#n,
-          startMethod: o.startMethod,
-          // A replaced worker starts from its id's last snapshot (NOTE [Resumable datasets]).
-          args: (id): WorkerArgs => [o.spec, this.#epoch?.replica(id) ?? o.restore?.[id] ?? null],
-          onMessage: (id, m) => this.#onMessage(id, m as FromWorker),
-          onExit: (id, exit) => this.#onExit(id, exit),
-        }),
-    );
+    const setOptions: LoaderSetOptions = {
+      size: this.#n,
+      startMethod: o.startMethod,
+      // A replaced worker starts from its id's last snapshot (NOTE [Resumable datasets]).
+      args: (id): WorkerArgs => [o.spec, this.#epoch?.replica(id) ?? o.restore?.[id] ?? null],
+      onMessage: (id, m) => this.#onMessage(id, m as FromWorker),
+      onExit: (id, exit) => this.#onExit(id, exit),
+    };
+    this.#set = o.makeSet ? o.makeSet(setOptions, (e) => this.#lost(e)) : new LoaderWorkerHost(setOptions);
     o.stats.workersStarted(this.#n);
   }
 
@@ -130,7 +131,7 @@ export class LoaderWorkers {
     const out: number[] = [];
     for (let id = 0; id < this.#n; id++) {
       const pid = this.#set.pid(id);
-      if (pid !== null) out.push(pid);
+      if (pid !== null && (this.#set.isHere?.(id) ?? true)) out.push(pid);
     }
     return out;
   }
@@ -149,6 +150,13 @@ export class LoaderWorkers {
   #fail(e: Error): void {
     this.#failure ??= e;
     this.#wakeUp();
+  }
+
+  /** The set lost workers it cannot replace (a host): what they held is lost with them. */
+  #lost(e: Error): void {
+    if (this.#stopped || this.#failure !== null) return;
+    if (this.#running) for (const h of this.#held) this.#o.stats.failed += h.length;
+    this.#fail(e);
   }
 
   #onMessage(id: number, m: FromWorker): void {
@@ -187,7 +195,7 @@ export class LoaderWorkers {
         `tensorproc: ${exitError(id, exit, []).message} It was replaced (restart ${this.#restarts} of ${this.#o.maxWorkerRestarts}) and its ${pending.length} unfinished batches sent to the new worker.`,
         'TensorprocWarning',
       );
-      withWorkerTunables(() => this.#set.replace(id));
+      this.#set.replace(id);
       for (const t of pending) this.#send(id, this.#tasks.get(t)!);
       return;
     }
@@ -271,7 +279,7 @@ export class LoaderWorkers {
       this.#resuming = null;
     }
     if (this.#failure !== null) throw this.#failure;
-    for (let id = 0; id < this.#n; id++) if (!this.#set.isAlive(id)) withWorkerTunables(() => this.#set.replace(id));
+    for (let id = 0; id < this.#n; id++) if (!this.#set.isAlive(id)) this.#set.replace(id);
   }
 
   /** One epoch's batches, as NOTE [DataLoader workers] says. `done` is called when it ran to its end. */

@@ -1,36 +1,11 @@
 // The Pool's door to `tensorproc/cluster` (NOTE [Cluster pool]): `new Pool({ cluster })` hands
-// every call to a cluster pool made by that entry, loaded here when the option is given and
-// never otherwise, so that the core imports no NATS client and needs no server.
-//
-// The entry is found beside this module's own tree (dist/src/cluster/index.js under dist/src,
-// dist/bundle/cluster/index.js inside the package bundle, whose import.meta.url mirrors
-// dist/src: NOTE [The package bundle]): the one copy of the library that this process runs,
-// never a second one through the package name.
-import { ClusterUnavailableError } from '../errors.js';
+// every call to a cluster pool made by that entry, loaded (workers/cluster-entry.ts) when the
+// option is given and never otherwise, so that the core imports no NATS client.
+import { loadClusterEntry, type ClusterOptions } from '../workers/cluster-entry.js';
 import type { Target } from '../process/target.js';
 import type { PoolStats } from './pool-stats.js';
 
-/** `cluster` of PoolOptions and DataLoaderOptions (docs/cluster.md). */
-export interface ClusterOptions {
-  /** The NATS server(s): a URL or a list of URLs (nats://host:4222). */
-  servers: string | readonly string[];
-  /** Where the targets' modules are (default process.cwd()): agents resolve them under their --root. */
-  root?: string;
-  /** Credentials, when the servers ask for them. */
-  user?: string;
-  pass?: string;
-  token?: string;
-  /** A file holding an nkey seed (SU...), for servers configured with nkeys. */
-  nkeyFile?: string;
-  /** TLS to the servers: true, or the files of a private CA and a client certificate. */
-  tls?: boolean | { ca?: string; cert?: string; key?: string };
-  /** This host's id (default TENSORPROC_HOST_ID, then os.hostname()): the agent of the same id is used first. */
-  hostId?: string;
-  /** A host whose agent is silent this long (ms) is lost (default 3000). */
-  hostTimeout?: number;
-  /** How long to wait for agents to offer enough slots (ms, default 10000). */
-  connectTimeout?: number;
-}
+export type { ClusterOptions } from '../workers/cluster-entry.js';
 
 /** What a cluster pool does for the Pool (src/cluster/pool-head.ts implements it). */
 export interface RemotePool {
@@ -70,14 +45,5 @@ interface ClusterModule {
 }
 
 export function loadRemotePool(options: RemotePoolOptions): Promise<RemotePool> {
-  const url = new URL('../cluster/index.js', import.meta.url).href;
-  return (import(url) as Promise<ClusterModule>).then(
-    (m) => m.createRemotePool(options),
-    (e: unknown) => {
-      throw new ClusterUnavailableError(
-        `new Pool({ cluster }) needs tensorproc/cluster and its NATS client: npm install @nats-io/transport-node @nats-io/jetstream (${(e as Error).message})`,
-        { cause: e },
-      );
-    },
-  );
+  return loadClusterEntry<ClusterModule>('new Pool({ cluster })').then((m) => m.createRemotePool(options));
 }
