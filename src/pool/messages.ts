@@ -101,9 +101,10 @@ export function controlWords(size: number): number {
 // straight into a Float64Array, with no result array and no packing pass after it
 // (runPacked() in packed-numbers-main.ts); from the first result that is not a number on,
 // the chunk's results go as they are, the numbers before it as numbers. It narrows the array
-// to an Int32Array with native passes only (narrowNumbers()). The parent copies the results out
+// to an Int32Array with native passes only (narrowNumbers()), into arrays it reuses from one
+// chunk to the next (NOTE [Packed scratch]: fresh memory is costly). The parent copies the results out
 // with one loop per kind of values (copyResults()), so that none is deoptimised by another
-// kind, into an array made for the kind of the first results (resultArray()). Such a chunk's results are a DONE message's only values: it takes that path when
+// kind, into an array made for the kind of the first results (resultArray(): for packed numbers, doubles). Such a chunk's results are a DONE message's only values: it takes that path when
 // the batch holds no values yet (else its results join the batch's array, packed when it is
 // sent, as before), and the batch is sent right after it.
 export const PACK_MIN = 1024;
@@ -146,14 +147,18 @@ function packDoubles(xs: ArrayLike<unknown>, from: number, to: number, ints: Int
 
 /**
  * A map's result array of `n` slots, made for the kind of its first results: for packed
- * numbers an array of that kind at its full length at once, where `new Array(n)` makes n
- * slots for any value that the first double then copies whole into a double array (for W3's
- * 200,000 results: 1.6 MB more in the old generation inside the call, and twice the time).
- * Every slot is written before the array is handed out.
+ * numbers (int32s or doubles alike) a double array at its full length at once, where
+ * `new Array(n)` makes n slots for any value that the first double then copies whole into
+ * a double array (for W3's 200,000 results: 1.6 MB more in the old generation inside the
+ * call, and twice the time). A small-integer array made for a first chunk of int32s did the
+ * same when a later chunk brought doubles (W3's first chunk, x*x below 25,000, is int32s;
+ * the rest are not): in the runs where that chunk came back first, 1.6 MB more of fresh
+ * memory, each 4 KiB page a fault (NOTE [Packed scratch]). Int32s in a double array read
+ * back as the same numbers. Every slot is written before the array is handed out.
  */
 export function resultArray(n: number, values: ArrayLike<unknown>): unknown[] {
   if (values instanceof Float64Array || values instanceof Int32Array) {
-    const out: unknown[] = [values instanceof Float64Array ? 0.5 : 0];
+    const out: unknown[] = [0.5];
     out.length = n;
     return out;
   }

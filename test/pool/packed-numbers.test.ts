@@ -110,6 +110,36 @@ describe('packed numbers, worker side (runPacked, narrowNumbers)', () => {
     );
   });
 
+  it('runs reuse their arrays (NOTE [Packed scratch]): each right when read, each a whole buffer', () => {
+    const whole = (a: Int32Array | Float64Array): void =>
+      assert.equal(a.byteLength, a.buffer.byteLength, 'not a view: the serializer would send the whole buffer');
+    const twice = runPacked((x: unknown) => (x as number) * 2, range(2_000), 0, 2_000);
+    assert.ok(twice.packed instanceof Int32Array);
+    whole(twice.packed);
+    assertSame(
+      twice.packed,
+      range(2_000).map((x) => x * 2),
+    );
+    // The same length again: the same scratch, now with doubles, narrowing nothing.
+    const halves = runPacked((x: unknown) => (x as number) + 0.5, range(2_000), 0, 2_000);
+    assert.ok(halves.packed instanceof Float64Array);
+    whole(halves.packed);
+    assertSame(
+      halves.packed,
+      range(2_000).map((x) => x + 0.5),
+    );
+    // Other lengths, the last past the kept size: fresh arrays, as right.
+    for (const n of [3_000, 70_000]) {
+      const run = runPacked((x: unknown) => -(x as number) - 1, range(n), 0, n);
+      assert.ok(run.packed instanceof Int32Array);
+      whole(run.packed);
+      assertSame(
+        run.packed,
+        range(n).map((x) => -x - 1),
+      );
+    }
+  });
+
   it('narrowNumbers reads a view at an offset, and keeps an empty chunk', () => {
     const base = new Float64Array([9.5, 1, 2, 3]);
     const narrowed = narrowNumbers(base.subarray(1));
