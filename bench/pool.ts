@@ -10,7 +10,10 @@
 // first big map of a fresh process after the 100-task warm-up (bench/lib/w3-first-call.ts),
 // which is what a user's single call sees. Timed on a pool kept across trials, later rounds
 // ran 1.4x torch at the default chunksize where a first call ran 0.6-0.8x: V8 had compiled
-// the parent's loops by then.
+// the parent's loops by then. torch's tiny cases are timed the same way since 2026-12-06
+// (torch-pool.py --first, a fresh python each trial): its kept pool had timed its own later,
+// warmer maps (the default-chunksize map after a 20,000-task one: 72 ms against a first
+// call's 105 ms), so the ratio compared our first call with torch's third or later.
 //
 // Each trial of the 1 MiB case runs in a pool started for it (warmed the same way, closed
 // after), so that every result is a fresh segment, as torch's are: a map's results are all
@@ -180,10 +183,23 @@ function steps(): Step[] {
     for (const m of ['spawn', 'thread'] as StartMethod[]) for (const c of CASES) out.push(ours(m, c));
     out.push(freshLimit());
   }
+  // torch's tiny cases are timed as first calls too, each in a fresh python (torch-pool.py
+  // --first), as ours are: a pool kept across trials would time its warmer later maps.
+  const torchPath = (): string | null => findPythons().torch?.path ?? null;
+  for (let t = 0; t < TRIALS; t++)
+    for (const c of CASES.filter((x) => x.firstCall !== undefined))
+      out.push(
+        anchor(`torch Pool ${c.name}`, 1.5, () => {
+          const py = torchPath();
+          return py
+            ? [py, [anchorPath('torch-pool.py'), '--first', c.firstCall === null ? 'default' : String(c.firstCall), String(c.tasks)]]
+            : null;
+        }),
+      );
   out.push(
     anchor('torch Pool', 3 + (3 * TRIALS) / SCALE, () => {
-      const { torch } = findPythons();
-      return torch ? [torch.path, [anchorPath('torch-pool.py'), String(TRIALS), ...COUNT_ARGS]] : null;
+      const py = torchPath();
+      return py ? [py, [anchorPath('torch-pool.py'), String(TRIALS), '0', '0', String(COUNTS.tensor)]] : null;
     }),
   );
   out.push(
