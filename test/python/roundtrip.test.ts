@@ -151,12 +151,16 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
       for (const t of sent) t.release();
       assert.ok(busy().length > 0, 'held in Python');
       assert.equal(await peer!.ask({ op: 'drop' }), 'dropped');
-      assert.deepEqual(busy(), [], 'released by Python');
+      // After housekeeping: a slot of a process that died earlier in this file (the killed peer of
+      // the other strategy's suite) may sit on this process's slab until the slab is closed and
+      // reaches the cache, which GC decides (CI, 2026-12-05/06); housekeeping takes those back,
+      // and never a live holder's slot, so what this checks is what the live peer released.
+      assert.deepEqual(busyAfterHousekeeping(), [], 'released by Python');
       // Collected: the arrays of a message die with it in Python.
       const x = mp.full([4096], 3, { dtype: 'int16', shared: true });
       assert.equal(await peer!.ask({ op: 'size', value: [x] }), 4096);
       x.release();
-      assert.deepEqual(busy(), [], 'collected in Python');
+      assert.deepEqual(busyAfterHousekeeping(), [], 'collected in Python');
       await peer!.close();
       peer = undefined;
     });
