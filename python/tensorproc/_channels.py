@@ -53,6 +53,7 @@ class _Words:
 _SOL_SOCKET, _SCM_RIGHTS = int(socket.SOL_SOCKET), int(socket.SCM_RIGHTS)
 # Plain ints: or-ing the socket module's enum flags costs microseconds per message.
 _RECV_FLAGS = int(socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
+_DONTWAIT = int(socket.MSG_DONTWAIT)
 _SEND_FLAGS = int(socket.MSG_DONTWAIT | socket.MSG_NOSIGNAL)
 _TRUNCATED = int(socket.MSG_TRUNC | socket.MSG_CTRUNC)
 _RECV_SPACE = socket.CMSG_SPACE(F.MAX_FDS * 4)
@@ -210,7 +211,7 @@ class Queue(SimpleQueue):
         if A.compare_exchange(self._w.w(NOTICED), 0, 1) != 0:
             return
         try:
-            self._e.recv_sock.send(b"\x01", socket.MSG_DONTWAIT)
+            self._e.recv_sock.send(b"\x01", _DONTWAIT)
         except BlockingIOError:
             pass
         except OSError:
