@@ -36,7 +36,8 @@ const consumerPy = join(repo, 'bench/w6-consumer.py');
 const torchQueuePy = join(repo, 'bench/anchors/torch-queue.py');
 const { torch, any } = findPythons();
 const python = torch?.path ?? any?.path ?? 'python3';
-const pyEnv = { ...process.env, PYTHONPATH: join(repo, 'python') };
+// W6_PYTHONPATH: another copy of the package (an A/B against main's python/, in one run).
+const pyEnv = { ...process.env, PYTHONPATH: process.env.W6_PYTHONPATH ?? join(repo, 'python') };
 
 interface Line {
   bytes: number;

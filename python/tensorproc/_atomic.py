@@ -17,11 +17,13 @@ _SEQ_CST = 5
 
 
 def _load_libatomic():
+    # PyDLL, not CDLL: these calls never block, so they keep the GIL rather than pay for
+    # releasing and taking it back around each one (most of a call's cost).
     for name in ("libatomic.so.1", ctypes.util.find_library("atomic")):
         if not name:
             continue
         try:
-            return ctypes.CDLL(name)
+            return ctypes.PyDLL(name)
         except OSError:
             continue
     raise ImportError(
@@ -31,6 +33,7 @@ def _load_libatomic():
 
 
 _lib = _load_libatomic()
+_c_i32 = ctypes.c_int32
 _u32p = ctypes.c_void_p
 _cas = _lib.__atomic_compare_exchange_4
 _cas.argtypes = [_u32p, ctypes.POINTER(ctypes.c_int32), ctypes.c_int32, ctypes.c_int, ctypes.c_int]
@@ -86,8 +89,8 @@ def exchange(addr, value):
 
 def compare_exchange(addr, expected, desired):
     """Sets the word to `desired` if it is `expected`; returns the value seen (as Atomics.compareExchange)."""
-    seen = ctypes.c_int32(expected)
-    _cas(addr, ctypes.byref(seen), desired, _SEQ_CST, _SEQ_CST)
+    seen = _c_i32(expected)
+    _cas(addr, seen, desired, _SEQ_CST, _SEQ_CST)  # passed by reference (argtypes)
     return seen.value
 
 

@@ -50,12 +50,24 @@ class _Words:
         os.close(self.fd)
 
 
+_SOL_SOCKET, _SCM_RIGHTS = int(socket.SOL_SOCKET), int(socket.SCM_RIGHTS)
+# Plain ints: or-ing the socket module's enum flags costs microseconds per message.
+_RECV_FLAGS = int(socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
+_DONTWAIT = int(socket.MSG_DONTWAIT)
+_SEND_FLAGS = int(socket.MSG_DONTWAIT | socket.MSG_NOSIGNAL)
+_TRUNCATED = int(socket.MSG_TRUNC | socket.MSG_CTRUNC)
+_RECV_SPACE = socket.CMSG_SPACE(F.MAX_FDS * 4)
+
+
 def fds_of(anc):
     """The descriptors of a recvmsg()'s SCM_RIGHTS ancillary data (the one reader of them: the
     channels here and the attach exchange)."""
     fds = []
     for level, kind, payload in anc:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+        if level == _SOL_SOCKET and kind == _SCM_RIGHTS:
+            if len(payload) == 4:  # one descriptor, the common case
+                fds.append(int.from_bytes(payload, "little", signed=True))
+                continue
             a = array.array("i")
             a.frombytes(payload[: len(payload) - len(payload) % 4])
             fds.extend(a)
@@ -83,7 +95,7 @@ class _Endpoint:
         anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
         while True:
             try:
-                self.send_sock.sendmsg([frame.data], anc, socket.MSG_DONTWAIT | socket.MSG_NOSIGNAL)
+                self.send_sock.sendmsg([frame.data], anc, _SEND_FLAGS)
                 return
             except BlockingIOError:
                 left = _left(deadline)
@@ -94,20 +106,19 @@ class _Endpoint:
     def recv(self, deadline, sock=None):
         """(bytes, fds) of one datagram, or None when `deadline` passes."""
         sock = sock or self.recv_sock
-        space = socket.CMSG_SPACE(F.MAX_FDS * 4)
         while True:
             try:
-                data, anc, flags, _ = sock.recvmsg(F.MAX_FRAME, space, socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
+                data, anc, flags, _ = sock.recvmsg(F.MAX_FRAME, _RECV_SPACE, _RECV_FLAGS)
             except BlockingIOError:
                 left = _left(deadline)
                 if left == 0:
                     return None
                 _wait(sock, select.POLLIN, left)
                 continue
-            fds = fds_of(anc)
+            fds = fds_of(anc) if anc else []
             if not data and not fds:
                 raise ChannelClosedError("The other end of this channel is closed (every Node process holding it has gone).")
-            if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+            if flags & _TRUNCATED:
                 for fd in fds:
                     os.close(fd)
                 raise F.FrameDecodeError("A received message was truncated (over %d bytes, or too many descriptors)." % F.MAX_FRAME)
@@ -200,7 +211,7 @@ class Queue(SimpleQueue):
         if A.compare_exchange(self._w.w(NOTICED), 0, 1) != 0:
             return
         try:
-            self._e.recv_sock.send(b"\x01", socket.MSG_DONTWAIT)
+            self._e.recv_sock.send(b"\x01", _DONTWAIT)
         except BlockingIOError:
             pass
         except OSError:
@@ -239,12 +250,13 @@ class Queue(SimpleQueue):
             A.sub(self._w.w(WAITERS), 1)
 
     def _taken(self):
-        w = self._w.w(COUNT)
+        w = self._w
+        at = w.addr  # + 4 * COUNT (0)
         while True:
-            c = A.load(w)
-            if c <= 0 or A.compare_exchange(w, c, c - 1) == c:
+            c = A.load(at)
+            if c <= 0 or A.compare_exchange(at, c, c - 1) == c:
                 break
-        if self._w.load(WAITERS) > 0:
+        if A.load(at + 4 * WAITERS) > 0:
             self._notify()
 
     def get(self, timeout=None):

@@ -55,6 +55,16 @@ def dtype_of(name):
 # ---- decoding -------------------------------------------------------------------------------
 
 def _array(storage, code, shape, stride, offset):
+    if len(shape) == 1 and code < len(DTYPES):
+        # The common case (a 1-d tensor) without the general checks' lists and generators.
+        n, st, off = shape[0], stride[0], offset
+        dt = NP_DTYPES[code]
+        size = dt.itemsize
+        if n > 0 and st >= 0 and off >= 0 and n == int(n) and st == int(st) and off == int(off):
+            n, st, off = int(n), int(st), int(off)
+            if (off + (n - 1) * st + 1) * size > storage.nbytes:
+                raise FrameDecodeError("A received tensor does not fit its storage: the message is corrupt.")
+            return np.ndarray((n,), dt, buffer=storage.buffer(), offset=off * size, strides=(st * size,))
     if code >= len(DTYPES):
         raise FrameDecodeError("A received tensor has dtype code %d." % code)
     dt = NP_DTYPES[code]
@@ -78,7 +88,7 @@ def _array(storage, code, shape, stride, offset):
 
 def decode(data, fds):
     """The value of one received frame; takes every descriptor in `fds`."""
-    fds = list(fds)
+    fds = fds if type(fds) is list else list(fds)
     try:
         if len(data) < 2:
             raise FrameDecodeError("A received message is %d bytes long, too short for a frame." % len(data))
@@ -107,16 +117,23 @@ def decode(data, fds):
                     pass
 
 
+_TENSOR_HEAD = struct.Struct("<BBBBHdd")  # from byte 2: dtype, ndim, strategy, name length, piece, nbytes, offset
+_ONE_DIM = struct.Struct("<dd")
+
+
 def _decode_tensor(data, fds):
     if len(data) < 24:
         raise FrameDecodeError("A received tensor message is truncated.")
-    code, ndim, strat, nlen = data[2], data[3], data[4], data[5]
-    piece, nbytes, offset = struct.unpack_from("<Hdd", data, 6)
+    code, ndim, strat, nlen, piece, nbytes, offset = _TENSOR_HEAD.unpack_from(data, 2)
     at = 24 + 16 * ndim
     if at + nlen > len(data) or strat > 1:
         raise FrameDecodeError("A received tensor message is truncated.")
-    shape = struct.unpack_from("<%dd" % ndim, data, 24)
-    stride = struct.unpack_from("<%dd" % ndim, data, 24 + 8 * ndim)
+    if ndim == 1:
+        shape, stride = _ONE_DIM.unpack_from(data, 24)
+        shape, stride = (shape,), (stride,)
+    else:
+        shape = struct.unpack_from("<%dd" % ndim, data, 24)
+        stride = struct.unpack_from("<%dd" % ndim, data, 24 + 8 * ndim)
     name = bytes(data[at:at + nlen]).decode("latin1") if nlen else None
     fd = fds[0] if fds else None
     if fds:

@@ -169,12 +169,19 @@ def import_handle(strategy, name, offset, nbytes, fd):
                 if not isinstance(name, str):
                     raise BadHandleError("A file_system handle arrived without a segment name.")
                 key = "fs:" + name
+                seg = _segments.get(key)
             else:
                 if fd is None:
                     raise BadHandleError("A file_descriptor handle arrived without its descriptor.")
-                st = os.fstat(fd)
-                key = _fd_key(st)
-            seg = _segments.get(key)
+                # The sender's identity hint finds a mapping we have without an fstat (protocol.md,
+                # "Storage handles"); none found: the descriptor's own identity decides.
+                seg = _segments.get(name) if name is not None and name.startswith("fd:") else None
+                if seg is None:
+                    st = os.fstat(fd)
+                    key = _fd_key(st)
+                    seg = _segments.get(key)
+                else:
+                    key = seg.key
             if seg is not None and (seg.holds > 0 or seg.owned):
                 # held already: the message's reference is not needed (dropped before the descriptor is closed)
                 seg.release_in_flight()
@@ -220,12 +227,10 @@ class Storage:
         self.offset = offset
         self.nbytes = nbytes
         self.released = False
-        T = ctypes.c_uint8 * max(nbytes, 1)
-        buf = _Buffer.make(T, seg.data + offset)
+        buf = _Buffer.make(max(nbytes, 1), seg.data + offset)
         buf._storage = self  # the buffer keeps the storage (and its segment) alive
         self._buffer = weakref.ref(buf)
         self._new = buf  # kept until the first array is made over it (buffer())
-        weakref.finalize(buf, _buffer_gone, seg, self)
 
     def buffer(self):
         """The bytes object arrays lie over (alive while any array over it is)."""
@@ -257,15 +262,29 @@ class Storage:
                     _decay()
 
 
+_exited = [False]
+
+
+def _gone(buf):
+    # The buffer's __del__, not a weakref.finalize per buffer (a registry entry, a weak
+    # reference and a callback object per message): when the last array over it is collected,
+    # its storage is released, at the same moment and with the same effect.
+    storage = buf.__dict__.get("_storage")
+    if storage is not None and not _exited[0]:  # after release_all, which gave every hold back
+        _buffer_gone(storage.seg, storage)
+
+
 class _Buffer:
-    _types = {}
+    _types = {}  # nbytes -> a ctypes array class with the release hook, made once per size
 
     @classmethod
-    def make(cls, T, addr):
-        sub = cls._types.get(T)
+    def make(cls, n, addr):
+        sub = cls._types.get(n)
         if sub is None:
-            sub = type("SharedBytes", (T,), {})
-            cls._types[T] = sub
+            sub = type("SharedBytes", (ctypes.c_uint8 * n,), {"__del__": _gone})
+            if len(cls._types) >= 1024:
+                cls._types.clear()
+            cls._types[n] = sub
         return sub.from_address(addr)
 
 
@@ -423,6 +442,7 @@ def abandon(storage):
 def release_all():
     """At exit: gives back every hold and our own segments (their names go when unused)."""
     with _lock:
+        _exited[0] = True
         for lst in _free.values():
             for seg in lst:
                 if not seg.unmapped:
