@@ -46,7 +46,7 @@ export const ENV = {
   },
   TENSORPROC_SPIN_US: {
     default: 200,
-    meaning: 'Microseconds a Queue get() spins on an empty queue before it sleeps (0: never; never on one CPU).',
+    meaning: 'Microseconds a Queue get() on an empty queue, or put() on a full one, spins before sleeping (0: never; never on one CPU).',
   },
   TENSORPROC_MANAGER: {
     default: '1',

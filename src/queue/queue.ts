@@ -7,8 +7,8 @@ import { describeValue } from '../describe-value.js';
 import { Endpoint, checkMessage, registerReduction, settled, timeoutOption, type Frame, type Reduction } from '../transport/index.js';
 import { SharedWords } from './shared-words.js';
 import { registerWaitable } from './waitable.js';
-import { Slots } from './slots.js';
-import { GetSpin } from './spin.js';
+import { COUNT, Slots } from './slots.js';
+import { GetSpin, PutSpin } from './spin.js';
 import { checkState, closeAll, remember, identityKey, reuseOrAdopt, track, untrack } from './lifetime.js';
 import { checkArgCount, extraArgumentsError } from '../arguments.js';
 import { claimName, releaseName, type NameClaim } from '../transport/names/index.js';
@@ -35,6 +35,7 @@ class QueueCore {
   readonly state: SharedWords;
   readonly slots: Slots;
   readonly spin: GetSpin;
+  readonly putSpin: PutSpin;
   readonly key: string;
 
   constructor(sendFd: number, recvFd: number, state: SharedWords, maxsize: number, key: string) {
@@ -47,6 +48,33 @@ class QueueCore {
     });
     this.slots = new Slots(state, this.endpoint, maxsize);
     this.spin = new GetSpin(state.words, state.mapping);
+    this.putSpin = new PutSpin(state.mapping);
+  }
+
+  /**
+   * Encodes `obj`, takes a slot and sends, if a slot is free now (null: none was; the encoded
+   * message is given back). Encoded before the slot is taken (NOTE [Queue slots]: a kill must
+   * not lose a slot during an encoding).
+   */
+  trySend(obj: unknown): Promise<void> | null {
+    let frame: Frame;
+    try {
+      frame = this.endpoint.encode(obj);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (!this.slots.tryTake()) {
+      frame.abandon(); // it could travel: nothing more to check
+      return null;
+    }
+    try {
+      this.endpoint.sendEncoded(frame);
+    } catch (e) {
+      this.slots.giveBack();
+      return Promise.reject(e);
+    }
+    GetSpin.sent(this.state.words); // NOTE [Spinning before sleeping]
+    return settled(undefined); // NOTE [Letting the loop turn]
   }
 
   #closed = false;
@@ -155,25 +183,9 @@ export class Queue<T = unknown> {
       return Promise.reject(e);
     }
     if (core.slots.hasRoom()) {
-      // Encoded before the slot is taken (NOTE [Queue slots]: a kill must not lose a slot
-      // during an encoding); a slot another process takes meanwhile makes this put wait.
-      let frame: Frame;
-      try {
-        frame = core.endpoint.encode(obj);
-      } catch (e) {
-        return Promise.reject(e);
-      }
-      if (core.slots.tryTake()) {
-        try {
-          core.endpoint.sendEncoded(frame);
-        } catch (e) {
-          core.slots.giveBack();
-          return Promise.reject(e);
-        }
-        GetSpin.sent(core.state.words); // NOTE [Spinning before sleeping]
-        return settled(undefined); // NOTE [Letting the loop turn]
-      }
-      frame.abandon(); // it could travel: nothing more to check
+      // A slot another process takes between the look and the claim makes this put wait.
+      const sent = core.trySend(obj);
+      if (sent !== null) return sent;
     } else {
       try {
         // Refuse what cannot travel now, not once a slot is free (NOTE [Queue slots]).
@@ -183,6 +195,17 @@ export class Queue<T = unknown> {
       }
     }
     if (timeout === 0) return Promise.reject(new QueueFullError(`The queue is full (maxsize ${core.slots.maxsize}).`));
+    // NOTE [Spinning before sleeping]: a full queue's next slot is usually one get away. Not
+    // while puts of this process wait already: they come first.
+    if (core.slots.waiting === 0 && !core.endpoint.closed) {
+      const spent = core.putSpin.spin(COUNT * 4, core.slots.maxsize, timeout);
+      if (spent > 0) {
+        const sent = core.trySend(obj);
+        if (sent !== null) return sent;
+        // The spin counts against the timeout; the error names the one given.
+        if (timeout !== null) return core.slots.wait(obj, Math.max(0, timeout - spent), timeout);
+      }
+    }
     return core.slots.wait(obj, timeout);
   }
 

@@ -130,9 +130,9 @@ export class Slots {
 
   /**
    * Sends `value` (encoded then, not now) once a slot is free; rejects with QueueFullError
-   * after `timeout` ms.
+   * after `timeout` ms (the error names `given`: the put's timeout, some of it spent spinning).
    */
-  wait(value: unknown, timeout: number | null): Promise<void> {
+  wait(value: unknown, timeout: number | null, given: number | null = timeout): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const w: SlotWaiter = { value, resolve, reject, timer: null };
       if (timeout !== null) {
@@ -140,7 +140,7 @@ export class Slots {
           if (!this.#remove(w)) return;
           reject(
             new QueueFullError(
-              `The queue stayed full (maxsize ${this.maxsize}) for ${timeout} ms. Consume faster, raise maxsize, or put with a longer timeout.`,
+              `The queue stayed full (maxsize ${this.maxsize}) for ${given} ms. Consume faster, raise maxsize, or put with a longer timeout.`,
             ),
           );
         }, timeout);

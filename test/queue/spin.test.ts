@@ -7,7 +7,8 @@ import { spawnSync } from 'node:child_process';
 import * as mp from '../../src/index.js';
 import { addon } from '../../src/native/index.js';
 import { SharedWords } from '../../src/queue/shared-words.js';
-import { GetSpin, SENT } from '../../src/queue/spin.js';
+import { GetSpin, PutSpin, SENT } from '../../src/queue/spin.js';
+import { COUNT } from '../../src/queue/slots.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { isCoded } from '../helpers/errors.js';
 
@@ -114,6 +115,49 @@ describe('Queue get with the spin', () => {
       const got = q.get();
       await q.put(7);
       assert.equal(await got, 7);
+    } finally {
+      q.close();
+    }
+  });
+});
+
+describe('Queue put with the spin', () => {
+  test('PutSpin: spins on a full COUNT back off (1, 3, 7 puts skipped); a freed slot ends one at once and resets it', () => {
+    const state = SharedWords.create();
+    try {
+      const spin = new PutSpin(state.mapping);
+      Atomics.store(state.words, COUNT, 2); // full at maxsize 2, and nobody gets
+      const skipped = (): number => {
+        let n = 0;
+        while (spin.spin(COUNT * 4, 2, null) === 0) n++;
+        return n; // the call that did spin ran out (nothing moved COUNT)
+      };
+      for (const expected of [0, 1, 3, 7]) assert.equal(skipped(), expected);
+      for (let i = 0; i < 15; i++) assert.equal(spin.spin(COUNT * 4, 2, null), 0, 'backed off');
+      Atomics.store(state.words, COUNT, 1); // a get took one: the next spin ends at once
+      assert.ok(spin.spin(COUNT * 4, 2, null) >= 0);
+      Atomics.store(state.words, COUNT, 2);
+      assert.equal(skipped(), 0, 'a spin that paid resets the back-off');
+    } finally {
+      state.close();
+    }
+  });
+
+  test('a full queue still times out with QueueFullError naming the timeout given; a get during a waiting put lets it in', async () => {
+    const q = new mp.Queue<number>({ maxsize: 1 });
+    try {
+      await q.put(1);
+      for (const timeout of [0.1, 20]) {
+        await assert.rejects(
+          q.put(2, { timeout }),
+          (e: unknown) => isCoded(mp.QueueFullError, 'ERR_TP_QUEUE_FULL')(e) && new RegExp(`for ${timeout} ms`).test((e as Error).message),
+        );
+      }
+      const put = q.put(3); // spins (nobody gets meanwhile in this thread), then waits
+      assert.equal(await q.get(), 1);
+      await put;
+      assert.equal(await q.get(), 3);
+      assert.equal(q.qsize(), 0);
     } finally {
       q.close();
     }
