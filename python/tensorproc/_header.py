@@ -6,7 +6,7 @@ from . import _atomic as A
 HEADER_BYTES = 4096
 MAGIC = 0x47535054  # "TPSG" little-endian
 VERSION = 2
-W_MAGIC, W_VERSION, W_REFS, W_PID, W_CAP_LO, W_CAP_HI, W_WAITING, W_SLOTS_USED = range(8)
+W_MAGIC, W_VERSION, W_REFS, W_PID, W_CAP_LO, W_CAP_HI, W_WAITING, W_SLOTS_USED, W_UNWITNESSED = range(9)
 W_SLOTS = 16
 SLOTS = (HEADER_BYTES // 4 - W_SLOTS) // 2
 RECLAIMING = -1
@@ -29,6 +29,9 @@ class Header:
 
     def load(self, i):
         return A.load(self.w(i))
+
+    def store(self, i, value):
+        A.store(self.w(i), value)
 
     def init(self, pid, capacity):
         """A fresh header with one hold, by `pid`, in slot 0; the magic last (readers check it)."""

@@ -10,7 +10,7 @@ import threading
 import time
 import weakref
 
-from ._header import HEADER_BYTES, Header, W_REFS
+from ._header import HEADER_BYTES, Header, W_REFS, W_UNWITNESSED
 from ._manager import client as manager
 from . import _atomic as A
 
@@ -161,11 +161,12 @@ def import_handle(strategy, name, offset, nbytes, fd):
     with _lock:
         _decay()
         end = offset + nbytes
+        witness = None
         try:
             if strategy == "file_system":
-                if fd is not None:
-                    os.close(fd)
-                    fd = None
+                # `fd` is the message's witness (protocol.md, "Witnesses"): closed only once the
+                # reference is adopted or released, below, never before.
+                witness, fd = fd, None
                 if not isinstance(name, str):
                     raise BadHandleError("A file_system handle arrived without a segment name.")
                 key = "fs:" + name
@@ -215,6 +216,8 @@ def import_handle(strategy, name, offset, nbytes, fd):
         finally:
             if fd is not None:
                 os.close(fd)
+            if witness is not None:
+                os.close(witness)
 
 
 class Storage:
@@ -429,6 +432,10 @@ def export(storage):
     with _lock:
         if seg.strategy == "file_descriptor" and seg.fd is None:
             raise BadHandleError("this segment's descriptor is gone; it cannot be sent on")
+        if seg.strategy == "file_system" and not seg.owned and seg.header.load(W_UNWITNESSED) == 0:
+            # Passed on without the owner's witness: marked before the reference is added, so that
+            # the owner never takes it back as lost in flight (protocol.md, "Witnesses").
+            seg.header.store(W_UNWITNESSED, 1)
         seg.header.retain()
     if seg.strategy == "file_system":
         return seg.strategy, seg.name, None

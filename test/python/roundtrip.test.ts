@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import * as mp from '../../src/index.js';
 import { DTYPES, type DType } from '../../src/tensor/dtype.js';
 import { segmentCache, receiveCache } from '../../src/sharing/index.js';
-import { holders } from '../../src/sharing/segment-header.js';
+import { holders, W_UNWITNESSED } from '../../src/sharing/segment-header.js';
+import { segmentOf } from '../helpers/segments.js';
 import { checkLeaks, namesHeldBy } from '../helpers/leaks.js';
 import { hasTorch, noPython, startPeer, type Peer } from './python-peer.js';
 
@@ -67,9 +68,25 @@ for (const strategy of ['file_descriptor', 'file_system'] as const) {
       await peer?.close();
     });
 
+    test('a tensor Python passes back is marked passed on (file_system) before its reference is added', async () => {
+      mp.setSharingStrategy(strategy);
+      peer ??= startPeer(strategy);
+      const t = mp.full([1024], 5, { dtype: 'int32', shared: true }); // its own segment, not a slab piece
+      const header = segmentOf(t).header;
+      assert.equal(Atomics.load(header, W_UNWITNESSED), 0);
+      const got: { value: mp.Tensor[] } = await peer.ask({ op: 'echo', value: [t] });
+      // Python's message carried no witness of ours: under file_system the owner must never
+      // take its reference back as lost in flight (protocol.md, "Witnesses"). Still held
+      // here (t), so the mark is not cleared yet; file_descriptor messages carry the memfd.
+      assert.equal(Atomics.load(header, W_UNWITNESSED), strategy === 'file_system' ? 1 : 0);
+      assert.equal(got.value[0]!.get(1023), 5);
+      got.value[0]!.release();
+      t.release();
+    });
+
     test('every dtype, shapes and strides, arrives as it is and comes back over the same storage', async () => {
       mp.setSharingStrategy(strategy);
-      peer = startPeer(strategy);
+      peer ??= startPeer(strategy);
       for (const d of DTYPES) {
         const t = sample(d);
         // contiguous, a transpose, a narrowed view with an offset, a 0-d element, an empty one
