@@ -8,7 +8,6 @@
 // workers on every host; bad options are coded errors.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,16 +28,14 @@ import {
 } from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { running } from '../helpers/procs.js';
-import { waitFor } from '../helpers/wait.js';
 import {
-  exited,
   freePort,
   makeNetnsHosts,
   netnsNames,
   startAgent,
   startAgentIn,
   startNats,
-  waitForLine,
+  headDeathEndsWorkers,
   type AgentProc,
   type NatsCluster,
   type NetnsHosts,
@@ -262,17 +259,8 @@ describe('cluster DataLoader options', { timeout: 30_000 }, () => {
 });
 
 it("the head's death ends its loader's workers on every host", { timeout: 30_000 }, async () => {
-  const main = fileURLToPath(new URL('./fixtures/loader-head-main.js', import.meta.url));
-  const head = spawn(process.execPath, [main, nats.servers, root], { stdio: ['ignore', 'pipe', 'inherit'] });
-  try {
-    const { pids } = JSON.parse(await waitForLine(head, /\{"pids".*\}\n/, 'the head')) as { pids: number[] };
-    assert.equal(pids.length, 2, `a worker on A and one on B: ${pids}`);
-    head.kill('SIGKILL');
-    await exited(head);
-    // A's worker dies with its parent; B's agent hears no heartbeat for the lease (2 s), then stops it.
-    await waitFor(() => pids.every((p) => !running(p)), 20_000);
-  } finally {
-    head.kill('SIGKILL');
-    await exited(head);
-  }
+  // A's worker dies with its parent; B's agent hears no heartbeat for the lease (2 s), then stops it.
+  await headDeathEndsWorkers(fileURLToPath(new URL('./fixtures/loader-head-main.js', import.meta.url)), nats.servers, root, (pids) =>
+    assert.equal(pids.length, 2, `a worker on A and one on B: ${pids}`),
+  );
 });

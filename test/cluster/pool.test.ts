@@ -5,13 +5,12 @@
 // workers on every host; an agent's death is HostLostError for what it held, the rest goes on.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { HostLostError, Pool, ProcessExitedException, Tensor, full } from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
 import { running } from '../helpers/procs.js';
 import { waitFor } from '../helpers/wait.js';
-import { exited, startAgent, startNats, waitForLine, type AgentProc, type NatsCluster } from '../helpers/nats.js';
+import { exited, headDeathEndsWorkers, startAgent, startNats, type AgentProc, type NatsCluster } from '../helpers/nats.js';
 
 const root = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const T = (name: string) => ({ module: 'tasks.js', export: name });
@@ -120,21 +119,10 @@ describe('a cluster Pool over two hosts', { timeout: 60_000 }, () => {
 });
 
 it("the head's death ends its workers on every host", { timeout: 30_000 }, async () => {
-  const head = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/head-main.js', import.meta.url)), nats.servers, root], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  try {
-    const line = await waitForLine(head, /\{"pids".*\}\n/, 'the head');
-    const { pids } = JSON.parse(line) as { pids: number[] };
-    assert.ok(pids.length >= 2, `workers on both hosts: ${pids}`);
-    head.kill('SIGKILL');
-    await exited(head);
-    // The agents hear no heartbeat for the head's lease (1 s), then stop its workers.
-    await waitFor(() => pids.every((p) => !running(p)), 20_000);
-  } finally {
-    head.kill('SIGKILL');
-    await exited(head);
-  }
+  // The agents hear no heartbeat for the head's lease (1 s), then stop its workers.
+  await headDeathEndsWorkers(fileURLToPath(new URL('./fixtures/head-main.js', import.meta.url)), nats.servers, root, (pids) =>
+    assert.ok(pids.length >= 2, `workers on both hosts: ${pids}`),
+  );
 });
 
 it("an agent's death is HostLostError for the tasks it held; the rest goes on", { timeout: 30_000 }, async () => {

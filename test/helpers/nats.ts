@@ -9,6 +9,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { running } from './procs.js';
+import { waitFor } from './wait.js';
 
 export const NATS_SERVER = '/usr/sbin/nats-server';
 const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -228,4 +230,24 @@ export async function startAgentIn(ns: string | null, servers: string, host: str
       await exited(proc);
     },
   };
+}
+
+/**
+ * The head's death ends its workers on every host: starts `main` (a head program that prints
+ * `{"pids":[...]}` once its workers run), lets `check` look at those pids, SIGKILLs the head,
+ * and resolves once none of them runs (its own host's die with it; other hosts' agents stop
+ * theirs when the head's lease lapses).
+ */
+export async function headDeathEndsWorkers(main: string, servers: string, root: string, check: (pids: number[]) => void): Promise<void> {
+  const head = spawn(process.execPath, [main, servers, root], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const { pids } = JSON.parse(await waitForLine(head, /\{"pids".*\}\n/, 'the head')) as { pids: number[] };
+    check(pids);
+    head.kill('SIGKILL');
+    await exited(head);
+    await waitFor(() => pids.every((p) => !running(p)), 20_000);
+  } finally {
+    head.kill('SIGKILL');
+    await exited(head);
+  }
 }
