@@ -8,7 +8,9 @@
 //    goes first alternating, and the ratio is of the medians;
 //  - 1 MiB and 16 MiB tensors sent to a worker on another host (agent 'r', a process with a
 //    host id of its own: its own copy into its own shared memory) against raw TCP between two
-//    Node processes moving the same bytes one way with a 1-byte reply (goal: at least 0.5x).
+//    Node processes moving the same bytes one way with a 1-byte reply (goal: at least 0.5x),
+//    and against the NATS client alone moving them through the same server in the parts the
+//    cluster cuts (the engine's own ceiling here, measured in the same run).
 //
 //   node --expose-gc dist/bench/cluster.js        (or `tensorproc bench --only W5`)
 // Records as NOTE [Bench records]; TENSORPROC_BENCH_QUICK=1 for fewer trials.
@@ -20,7 +22,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { connect as natsConnect, type NatsConnection } from '@nats-io/transport-node';
 import { Pool, full, type Tensor } from '../src/index.js';
+import { PART_BYTES } from '../src/cluster/codec.js';
 import { benchEnv, printNotMeasured, runWorkload, type Step, type StepRecord } from './lib/workload.js';
 
 const env = benchEnv();
@@ -177,6 +181,8 @@ let bAgent: ChildProcess | null = null;
 let echo: ChildProcess | null = null;
 let bPool: Pool | null = null;
 let echoPort = 0;
+let natsEcho: ChildProcess | null = null;
+let natsHead: NatsConnection | null = null;
 async function setUpB(): Promise<void> {
   if (bPool) return;
   bServer = spawn(NATS, ['-a', remote.here, '-p', '-1'], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -196,12 +202,31 @@ async function setUpB(): Promise<void> {
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   echoPort = Number(await lineOf(echo, echo.stdout!, /^\d+$/));
+  // NATS alone: the same client and server as the cluster, none of its code.
+  writeFileSync(
+    join(root, 'nats-echo.mjs'),
+    `import { connect } from ${JSON.stringify(import.meta.resolve('@nats-io/transport-node'))};
+const nc = await connect({ servers: process.argv[2] });
+let want = 0, have = 0;
+nc.subscribe('w5raw.size', { callback: (_e, m) => { want = Number(m.string()); have = 0; } });
+nc.subscribe('w5raw.data', { callback: (_e, m) => {
+  have += m.data.length;
+  while (have >= want) { have -= want; nc.publish('w5raw.ack'); }
+} });
+await nc.flush();
+console.log('ready');
+`,
+  );
+  natsEcho = inR([process.execPath, join(root, 'nats-echo.mjs'), bUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await lineOf(natsEcho, natsEcho.stdout!, /^ready$/);
+  natsHead = await natsConnect({ servers: bUrl });
   // The head says it is host 'h', which has no agent on this server: the worker is on host 'r'.
   bPool = new Pool({ processes: 1, cluster: { servers: bUrl, root, hostId: 'h' } });
 }
 async function tearDownB(): Promise<void> {
   await bPool?.[Symbol.asyncDispose]();
-  for (const p of [bAgent, echo, bServer]) if (p) await stop(p);
+  await natsHead?.close();
+  for (const p of [bAgent, echo, natsEcho, bServer]) if (p) await stop(p);
   remote.remove();
 }
 
@@ -224,6 +249,24 @@ async function rawTcp(bytes: number, count: number): Promise<number> {
     for (let i = 0; i < count; i++) await one();
   });
   sock.destroy();
+  return s;
+}
+
+/** The NATS client alone to host r: `count` tensors' bytes in the cluster's parts, a reply each. */
+async function natsAlone(bytes: number, count: number): Promise<number> {
+  const nc = natsHead!;
+  nc.publish('w5raw.size', String(bytes)); // ordered before the data: one connection each way
+  const acks = nc.subscribe('w5raw.ack')[Symbol.asyncIterator]();
+  const part = Buffer.alloc(PART_BYTES, 1);
+  const one = async () => {
+    for (let left = bytes; left > 0; left -= PART_BYTES) nc.publish('w5raw.data', left >= PART_BYTES ? part : part.subarray(0, left));
+    await acks.next();
+  };
+  await one();
+  const s = await timed(async () => {
+    for (let i = 0; i < count; i++) await one();
+  });
+  await acks.return?.();
   return s;
 }
 
@@ -274,18 +317,23 @@ steps.push({
       const bytes = mib * 2 ** 20;
       const c: number[] = [];
       const r: number[] = [];
+      const n: number[] = [];
       for (let i = 0; i < B_TRIALS; i++) {
         c.push(await clusterSend(bytes, count));
         r.push(await rawTcp(bytes, count));
+        n.push(await natsAlone(bytes, count));
       }
       const rate = (x: number) => (count * mib) / x;
-      const [cr, rr] = [rate(med(c)), rate(med(r))];
+      const [cr, rr, nr] = [rate(med(c)), rate(med(r)), rate(med(n))];
       out.push(
         { impl: 'cluster Pool, tensor to host r', case: `${mib} MiB`, value: cr, unit: 'MiB/s', better: 'higher', count },
         { impl: 'raw TCP, Node to Node', case: `${mib} MiB`, value: rr, unit: 'MiB/s', better: 'higher', count },
+        { impl: 'NATS client alone, same server and parts', case: `${mib} MiB`, value: nr, unit: 'MiB/s', better: 'higher', count },
       );
+      // The goal is against raw TCP; NATS alone is the most any design on this engine could reach.
       console.error(
-        `W5 (b) ${mib} MiB: cluster ${cr.toFixed(0)} MiB/s, raw TCP ${rr.toFixed(0)} MiB/s: ${(cr / rr).toFixed(2)}x (host r: ${where})`,
+        `W5 (b) ${mib} MiB: cluster ${cr.toFixed(0)} MiB/s, raw TCP ${rr.toFixed(0)} MiB/s: ${(cr / rr).toFixed(2)}x; ` +
+          `NATS alone ${nr.toFixed(0)} MiB/s (${(nr / rr).toFixed(2)}x raw TCP; the cluster ${(cr / nr).toFixed(2)}x of it) (host r: ${where})`,
       );
     }
     const torch = await torchRpc(sizes.map(({ mib, count }) => [mib * 2 ** 20, count]));
