@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import {
   ClusterUnavailableError,
   DataLoader,
+  DataLoaderTimeoutError,
   DataLoaderWorkerExitedError,
   DatasetNeedsTargetError,
   DistributedSampler,
@@ -45,6 +46,8 @@ import type { Faults } from './fixtures/loader-data.js';
 const root = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const DATA = (n: number, faults: Faults = {}) => ({ module: 'loader-data.js', export: 'makeDataset', args: [n, faults] });
 const LOCAL = (n: number) => ({ module: new URL('./fixtures/loader-data.js', import.meta.url), export: 'makeDataset', args: [n, {}] });
+const ITER = (n: number) => ({ module: 'loader-data.js', export: 'makeIterable', args: [n] });
+const LOCAL_ITER = (n: number) => ({ module: new URL('./fixtures/loader-data.js', import.meta.url), export: 'makeIterable', args: [n] });
 type Row = { i: number; worker: number; seed: number; rand: number; host: string };
 
 /** A batch's samples as rows; the batch is released. */
@@ -149,6 +152,43 @@ describe('a cluster DataLoader over two hosts', { timeout: 90_000 }, () => {
     );
   });
 
+  it("an iterable dataset: each worker streams its shard on its host, the epoch is a local loader's", async () => {
+    const o: DataLoaderOptions = { numWorkers: 2, batchSize: 3, seed: 4 };
+    const here = await epoch(new DataLoader(LOCAL_ITER(20), o));
+    const there = await epoch(new DataLoader(ITER(20), { ...o, cluster }));
+    assert.deepEqual(strip(there), strip(here));
+    assert.deepEqual(
+      indices(there).sort((a, b) => a - b),
+      Array.from({ length: 20 }, (_, i) => i),
+    );
+    assert.deepEqual(new Set(there.flat().map((r) => `${r.worker}@${r.host}`)), new Set(['0@A', '1@B']));
+  });
+
+  it("startMethod 'thread': workers are threads of each host's process, the epoch a local loader's", async () => {
+    const o: DataLoaderOptions = { ...base, startMethod: 'thread' };
+    const here = await epoch(new DataLoader(LOCAL(30), o));
+    const there = await epoch(new DataLoader(DATA(30), { ...o, cluster }));
+    assert.deepEqual(strip(there), strip(here));
+    assert.deepEqual(new Set(there.flat().map((r) => `${r.worker}@${r.host}`)), new Set(['0@A', '1@B']));
+  });
+
+  it('timeout: a remote worker that sends nothing within it is DataLoaderTimeoutError, not a hang', async () => {
+    const loader = new DataLoader(DATA(30, { hold: 'B' }), { ...base, batchSize: 2, timeout: 1000, cluster });
+    const got: number[] = []; // A's first batch, if it came within the timeout too; B's never comes
+    await assert.rejects(
+      async () => {
+        for await (const b of loader) got.push(...rows(b).map((r) => r.i));
+      },
+      (e: unknown) => {
+        assert.ok(e instanceof DataLoaderTimeoutError, String(e));
+        assert.equal(e.code, 'ERR_TP_DATALOADER_TIMEOUT');
+        return true;
+      },
+    );
+    assert.ok(got.length <= 2, `in order, nothing past worker 1's first batch: ${got}`);
+    assert.deepEqual(loader.workerPids, [], 'the workers on A are stopped');
+  });
+
   it('persistent workers keep their seeds and replicas over epochs, as local ones', async () => {
     const o = { ...base, persistentWorkers: true };
     await using here = new DataLoader(LOCAL(20), o);
@@ -207,8 +247,7 @@ describe('a cluster DataLoader over two hosts', { timeout: 90_000 }, () => {
     try {
       const loader = new DataLoader(DATA(30, { hold: 'C' }), { ...base, numWorkers: 3, batchSize: 2, cluster });
       const it = loader[Symbol.asyncIterator]();
-      rows((await it.next()).value); // worker 0's, from A
-      rows((await it.next()).value); // worker 1's, from B; worker 2's, on C, never comes
+      const first = [...rows((await it.next()).value), ...rows((await it.next()).value)].map((r) => r.i); // A's, then B's; C's never comes
       const lost = assert.rejects(it.next(), (e: unknown) => {
         assert.ok(e instanceof HostLostError, String(e));
         assert.equal(e.code, 'ERR_TP_HOST_LOST');
@@ -218,6 +257,15 @@ describe('a cluster DataLoader over two hosts', { timeout: 90_000 }, () => {
       c.proc.kill('SIGKILL');
       await lost;
       assert.deepEqual(loader.workerPids, [], 'the workers on A are stopped');
+      // stateDict() resumes the epoch on the hosts left: every sample once, the lost batches included.
+      const resumed = new DataLoader(DATA(30), { ...base, numWorkers: 2, batchSize: 2, cluster });
+      resumed.loadStateDict(loader.stateDict());
+      const rest = indices(await epoch(resumed));
+      assert.deepEqual(
+        [...first, ...rest].sort((a, b) => a - b),
+        Array.from({ length: 30 }, (_, i) => i),
+        'every sample once: the batches handed out are not given again, the lost ones are',
+      );
     } finally {
       await c.stop();
     }
