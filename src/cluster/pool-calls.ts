@@ -10,9 +10,9 @@ export interface CallState {
   settled: boolean;
   resolve(values: unknown[][]): void;
   reject(e: Error): void;
-  /** Called with each chunk's values as it arrives (imapUnordered). */
-  each?: (values: unknown[]) => void;
   signal?: AbortSignal;
+  /** Stops listening to `signal`. */
+  off?: () => void;
 }
 
 export interface Chunk {
@@ -33,22 +33,17 @@ export class Calls {
   #seq = 0;
 
   /** Queues `items` as chunks of `chunksize`; the promise has each chunk's values, in order. */
-  add(
-    target: WireTarget,
-    items: readonly unknown[],
-    chunksize: number,
-    star: boolean,
-    signal?: AbortSignal,
-    each?: (v: unknown[]) => void,
-  ): Promise<unknown[][]> {
+  add(target: WireTarget, items: readonly unknown[], chunksize: number, star: boolean, signal?: AbortSignal): Promise<unknown[][]> {
     return new Promise<unknown[][]>((res, rej) => {
       const n = Math.ceil(items.length / chunksize);
-      const call: CallState = { results: new Array(n), remaining: n, settled: false, resolve: res, reject: rej, each, signal };
+      const call: CallState = { results: new Array(n), remaining: n, settled: false, resolve: res, reject: rej, signal };
       if (n === 0) return res([]);
       if (signal) {
         const onAbort = (): void => this.fail(call, new mp.AbortError(undefined, { cause: signal.reason }));
         if (signal.aborted) return onAbort();
         signal.addEventListener('abort', onAbort, { once: true });
+        // Taken off once the call settles: an imap's signal outlives thousands of chunk calls.
+        call.off = () => signal.removeEventListener('abort', onAbort);
       }
       for (let i = 0; i < n; i++)
         this.queue.push({ seq: this.#seq++, call, index: i, target, items: items.slice(i * chunksize, (i + 1) * chunksize), star });
@@ -60,9 +55,9 @@ export class Calls {
     const call = c.call;
     if (call.settled) return;
     call.results[c.index] = values;
-    call.each?.(values);
     if (--call.remaining === 0) {
       call.settled = true;
+      call.off?.();
       call.resolve(call.results);
     }
   }
@@ -70,40 +65,14 @@ export class Calls {
   fail(call: CallState, e: Error): void {
     if (call.settled) return;
     call.settled = true;
+    call.off?.();
     call.reject(e);
   }
 
   /** Tasks queued here and not given to a host. */
   queued(): number {
     let n = 0;
-    for (const c of this.queue) n += c.items.length;
+    for (const c of this.queue) if (!c.call.settled) n += c.items.length; // a failed call's are dropped when reached
     return n;
-  }
-}
-
-/** An imapUnordered over chunks: yields each chunk's values as `add` reports them. */
-export async function* asTheyCome(start: (each: (v: unknown[]) => void) => Promise<unknown>): AsyncIterableIterator<unknown> {
-  const ready: unknown[][] = [];
-  let wake: (() => void) | null = null;
-  let finished = false;
-  let failure: unknown = null;
-  start((v) => {
-    ready.push(v);
-    wake?.();
-  })
-    .then(
-      () => (finished = true),
-      (e: unknown) => {
-        failure = e;
-        finished = true;
-      },
-    )
-    .finally(() => wake?.());
-  for (;;) {
-    while (ready.length) yield* ready.shift()!;
-    if (failure !== null) throw failure;
-    if (finished) return;
-    await new Promise<void>((r) => (wake = r));
-    wake = null;
   }
 }

@@ -10,7 +10,8 @@ import type { RemotePool, RemotePoolOptions } from '../pool/cluster-link.js';
 import { connectCluster, hostId } from './connect.js';
 import { errorFromData } from './codec.js';
 import { DEFAULT_HOST_TIMEOUT_MS, HEARTBEAT_MS, headBeat, type ToHead } from './protocol.js';
-import { Calls, asTheyCome, type Chunk } from './pool-calls.js';
+import { Calls, type Chunk } from './pool-calls.js';
+import { streamChunks, type StreamOptions } from './pool-stream.js';
 import { Placement, type Host } from './pool-placement.js';
 import type { LocalSlots } from './pool-local.js';
 import { HeadWire, wireTarget } from './pool-wire.js';
@@ -83,28 +84,19 @@ export class ClusterPool implements RemotePool {
     return (await all)[0]![0];
   }
 
-  async *imap(
-    target: mp.Target,
-    iterable: AsyncIterable<unknown> | Iterable<unknown>,
-    chunksize: number,
-    ordered: boolean,
-  ): AsyncIterableIterator<unknown> {
+  async *imap(target: mp.Target, iterable: AsyncIterable<unknown> | Iterable<unknown>, o: StreamOptions): AsyncIterableIterator<unknown> {
     await this.#ready;
     const wire = wireTarget(this.#root, target);
     const here = this.#placement!.onlyLocal();
     if (here !== null) {
-      yield* here.imap(wire, iterable, chunksize, ordered);
+      yield* here.imap(wire, iterable, o);
       return;
     }
-    const items: unknown[] = [];
-    for await (const x of iterable) items.push(x);
-    const start = (each?: (v: unknown[]) => void): Promise<unknown[][]> => {
-      const all = this.#calls.add(wire, items, chunksize, false, undefined, each);
+    yield* streamChunks(iterable, o, (items, signal) => {
+      const values = this.#calls.add(wire, items, items.length, false, signal);
       this.#pump();
-      return all;
-    };
-    if (ordered) yield* (await start()).flat(1);
-    else yield* asTheyCome(start);
+      return values.then((chunks) => chunks[0]!);
+    });
   }
 
   /** Gives queued chunks to hosts with room: at most two chunks a slot, this host's first. */

@@ -35,6 +35,7 @@ import type { EnvName } from '../env.js';
 import type { RemotePoolOptions } from '../pool/cluster-link.js';
 import type { WireTarget } from './protocol.js';
 import { targetHere, wireTarget } from './pool-wire.js';
+import type { StreamOptions } from './pool-stream.js';
 
 type ModuleTarget = { module: string; export: string };
 
@@ -110,12 +111,12 @@ export class LocalSlots {
   async *imap(
     w: WireTarget,
     iterable: AsyncIterable<unknown> | Iterable<unknown>,
-    chunksize: number,
-    ordered: boolean,
+    { chunksize, ahead, ordered, signal }: StreamOptions,
   ): AsyncIterableIterator<unknown> {
     const t = this.#target(w);
+    const o = { chunksize, buffersize: ahead, signal };
     try {
-      yield* ordered ? this.#pool.imap(t, iterable, { chunksize }) : this.#pool.imapUnordered(t, iterable, { chunksize });
+      yield* ordered ? this.#pool.imap(t, iterable, o) : this.#pool.imapUnordered(t, iterable, o);
     } catch (e) {
       this.#mark(e);
     }

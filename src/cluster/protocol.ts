@@ -9,6 +9,8 @@
 // (its exit code and signal as the local Pool saw them), and its slot gets a new process.
 // The head does what CPython's Pool does with its task queue, across hosts: chunks (`chunksize`
 // items), each sent to one host with room (local host first), results put back in order.
+// imap and imapUnordered read their input lazily, at most `buffersize` tasks ahead of the
+// consumer, each chunk a call of its own, and yield as chunks come back (pool-stream.ts).
 // Liveness runs both ways on core NATS heartbeats, never on the connection alone (a server
 // may keep a dead client's connection for a while):
 //  - the head publishes tp.hb.head.<job> every HEARTBEAT_MS; an agent that hears none for

@@ -11,11 +11,11 @@ export type { ClusterOptions } from '../workers/cluster-entry.js';
 export interface RemotePool {
   map(target: Target, items: readonly unknown[], chunksize: number | undefined, star: boolean, signal?: AbortSignal): Promise<unknown[]>;
   apply(target: Target, args: readonly unknown[], signal?: AbortSignal): Promise<unknown>;
+  /** Reads `items` lazily, at most `ahead` tasks ahead of the consumer; yields as chunks come back. */
   imap(
     target: Target,
     items: AsyncIterable<unknown> | Iterable<unknown>,
-    chunksize: number,
-    ordered: boolean,
+    o: { chunksize: number; ahead: number; ordered: boolean; signal?: AbortSignal },
   ): AsyncIterableIterator<unknown>;
   close(): void;
   terminate(): void;

@@ -219,9 +219,9 @@ export class Pool implements AsyncDisposable {
     }
     const chunksize = options.chunksize ?? 1;
     checkCount(chunksize, 'chunksize');
-    if (this.#remote !== null) return remoteIter(this.#remote, target, iterable, chunksize, ordered);
     const ahead = options.buffersize ?? Math.max(64, 16 * this.processes);
     checkCount(ahead, 'buffersize');
+    if (this.#remote !== null) return remoteIter(this.#remote, target, iterable, { chunksize, ahead, ordered, signal: options.signal });
     const id = this.#scheduler.targetId(checkTarget(target));
     const call = new IterCall(this.#scheduler, id, iterable, chunksize, ordered, ahead);
     this.#submit(call, options.signal, true);
@@ -334,10 +334,9 @@ async function* remoteIter(
   remote: Promise<RemotePool>,
   target: Target,
   iterable: Iterable<unknown> | AsyncIterable<unknown>,
-  chunksize: number,
-  ordered: boolean,
+  o: Parameters<RemotePool['imap']>[2],
 ): AsyncIterableIterator<unknown> {
-  yield* (await remote).imap(target, iterable, chunksize, ordered);
+  yield* (await remote).imap(target, iterable, o);
 }
 
 function checkCallOptions(options: CallOptions): void {

@@ -98,6 +98,55 @@ describe('a cluster Pool over two hosts', { timeout: 60_000 }, () => {
     );
   });
 
+  it('imap reads an endless input lazily and yields as chunks come back; leaving early ends the call', async () => {
+    let read = 0;
+    function* naturals(): Generator<number> {
+      for (let n = 0; ; n++, read++) yield n;
+    }
+    const got: Where[] = [];
+    for await (const w of pool.imap<Where>(T('where'), naturals(), { chunksize: 2, buffersize: 16 })) {
+      got.push(w);
+      if (got.length === 20) break;
+    }
+    assert.deepEqual(
+      got.map((w) => w.x),
+      range(20),
+    );
+    // Chunks 0-3 fill A's two slots (two chunks a slot), 4-7 go to B.
+    assert.deepEqual(new Set(got.map((w) => w.host)), new Set(['A', 'B']));
+    assert.ok(read <= 20 + 16 + 2, `at most buffersize tasks read ahead of the consumer: read ${read}`);
+    const unordered: number[] = [];
+    for await (const w of pool.imapUnordered<Where>(T('where'), range(12), { chunksize: 1 })) unordered.push(w.x as number);
+    assert.deepEqual(
+      unordered.sort((x, y) => x - y),
+      range(12),
+    );
+    assert.equal(pool.stats().queued, 0, 'the ended call left nothing queued');
+  });
+
+  it('imap with a throwing task: the values before it, then its error; the pool goes on', async () => {
+    const got: number[] = [];
+    await assert.rejects(
+      async () => {
+        for await (const x of pool.imap<number>(T('boom'), range(6))) got.push(x);
+      },
+      (e: unknown) => e instanceof RangeError && /three is not allowed/.test((e as Error).message),
+    );
+    assert.deepEqual(got, [0, 1, 2]);
+    const ac = new AbortController();
+    await assert.rejects(
+      async () => {
+        let n = 0;
+        for await (const _ of pool.imap(T('where'), range(1000), { signal: ac.signal })) if (++n === 5) ac.abort();
+      },
+      (e: unknown) => (e as Error).name === 'AbortError' && (e as { code?: string }).code === 'ABORT_ERR',
+    );
+    assert.deepEqual(
+      ((await pool.map(T('where'), range(4))) as Where[]).map((w) => w.x),
+      range(4),
+    );
+  });
+
   it('a SIGKILLed worker on B rejects its task with ProcessExitedException and host; the pool goes on', async () => {
     // Applies 0-3 fill A's slots (two chunks each), 4-7 go to B: 'die' at 5 kills a worker on B.
     const xs = ['a', 'b', 'c', 'd', 'e', 'die', 'g', 'h'];
