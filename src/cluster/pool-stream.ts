@@ -30,7 +30,8 @@ export async function* streamChunks(
   // One listener per chunk in flight (pool-calls.ts), up to `ahead` of them: not a leak.
   setMaxListeners(0, ended.signal);
   const onAbort = (): void => ended.abort(o.signal!.reason);
-  o.signal?.addEventListener('abort', onAbort, { once: true });
+  if (o.signal?.aborted) onAbort();
+  else o.signal?.addEventListener('abort', onAbort, { once: true });
   const source =
     Symbol.asyncIterator in iterable
       ? (iterable as AsyncIterable<unknown>)[Symbol.asyncIterator]()

@@ -141,6 +141,18 @@ describe('a cluster Pool over two hosts', { timeout: 60_000 }, () => {
       },
       (e: unknown) => (e as Error).name === 'AbortError' && (e as { code?: string }).code === 'ABORT_ERR',
     );
+    // A signal aborted before the call: nothing runs, and nothing is read.
+    let read = 0;
+    const counted = function* (): Generator<number> {
+      for (;;) yield read++;
+    };
+    await assert.rejects(
+      async () => {
+        for await (const _ of pool.imapUnordered(T('where'), counted(), { signal: AbortSignal.abort() }));
+      },
+      (e: unknown) => (e as Error).name === 'AbortError',
+    );
+    assert.equal(read, 0);
     assert.deepEqual(
       ((await pool.map(T('where'), range(4))) as Where[]).map((w) => w.x),
       range(4),
