@@ -5,6 +5,7 @@
 // workers on every host; an agent's death is HostLostError for what it held, the rest goes on.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { HostLostError, Pool, ProcessExitedException, Tensor, full } from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
@@ -177,6 +178,23 @@ describe('a cluster Pool over two hosts', { timeout: 60_000 }, () => {
     const again = (await pool.map(T('where'), range(8), { chunksize: 1 })) as Where[];
     assert.deepEqual(new Set(again.map((w) => w.host)), new Set(['A', 'B']));
   });
+});
+
+it("an agent gives a chunk's tensors back once it has replied: one segment serves a run of tasks", { timeout: 30_000 }, async () => {
+  // The head says it is host Z, so every slot is remote: its one worker is on A.
+  await using pool = new Pool({ processes: 1, cluster: { servers: nats.servers, root, hostId: 'Z' } });
+  const t = full([1 << 18], 1, { dtype: 'float32' }); // 1 MiB
+  const segments = (): number =>
+    new Set(
+      readFileSync(`/proc/${a.proc.pid}/maps`, 'utf8')
+        .split('\n')
+        .filter((l) => /memfd:|\/dev\/shm\//.test(l))
+        .map((l) => l.split(/\s+/)[4]),
+    ).size;
+  const before = segments();
+  for (let i = 0; i < 20; i++) assert.equal(await pool.apply(T('nbytesReleased'), [t]), 1 << 20);
+  // Left to the agent's collector, each task's copy would hold a segment of its own: 20 more.
+  assert.ok(segments() - before <= 3, `the agent maps ${segments() - before} more segments after 20 tasks`);
 });
 
 it("the head's death ends its workers on every host", { timeout: 30_000 }, async () => {
