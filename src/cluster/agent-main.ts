@@ -48,6 +48,8 @@ interface Job {
   lease: NodeJS.Timeout;
   leaseMs: number;
   running: Set<Promise<unknown>>;
+  /** The chunks given to `pool` and not settled, by seq: what a head's 'cancel' aborts. */
+  cancels: Map<number, AbortController>;
 }
 
 export class Agent {
@@ -102,7 +104,7 @@ export class Agent {
   }
 
   #offer(m: Msg): void {
-    const offer: Offer = { host: this.host, slots: this.slots, free: this.free, boot: bootId() };
+    const offer: Offer = { host: this.host, slots: this.slots, free: this.free, boot: bootId(), cancel: true };
     m.respond(encode(offer));
   }
 
@@ -133,6 +135,7 @@ export class Agent {
         slots: req.slots,
         leaseMs: req.leaseMs,
         running: new Set(),
+        cancels: new Map(),
         sub: this.#nc.subscribe(jobSubject(this.host, req.job), { callback: (_e, msg) => this.#onJob(job, msg) }),
         beat: this.#nc.subscribe(headBeat(req.job), { callback: () => this.#renew(job) }),
         lease: setTimeout(() => this.#expire(job), req.leaseMs),
@@ -156,10 +159,11 @@ export class Agent {
     if (!got) return;
     const m = got.value as ToAgent;
     if (m.op === 'run') this.#run(job, m);
+    else if (m.op === 'cancel') job.cancels.get(m.seq)?.abort();
     else if (m.op === 'lstart' || m.op === 'lreplace' || m.op === 'lsend') {
       if (job.loader !== null) job.loader.take(m);
     } else if (m.op === 'close') void this.#end(job, false);
-    else void this.#end(job, true);
+    else if (m.op === 'terminate') void this.#end(job, true);
   }
 
   #run(job: Job, m: Extract<ToAgent, { op: 'run' }>): void {
@@ -167,12 +171,13 @@ export class Agent {
       if (!this.#nc.isClosed()) this.#send.send(headSubject(job.id), v);
     };
     let p: Promise<unknown[]>;
+    const cancel = m.abortable === true ? new AbortController() : null;
+    if (cancel !== null) job.cancels.set(m.seq, cancel);
     try {
       if (job.pool === null) throw new mp.InvalidArgumentError(`job ${job.id}: its head runs its workers itself, on this machine`);
       const target = this.#target(m.target);
-      p = m.star
-        ? job.pool.starmap(target, m.items as unknown[][], { chunksize: m.items.length })
-        : job.pool.map(target, m.items, { chunksize: m.items.length });
+      const o = { chunksize: m.items.length, signal: cancel?.signal };
+      p = m.star ? job.pool.starmap(target, m.items as unknown[][], o) : job.pool.map(target, m.items, o);
     } catch (e) {
       p = Promise.reject(e);
     }
@@ -191,7 +196,10 @@ export class Agent {
         },
         (e: unknown) => reply({ op: 'failed', host: this.host, seq: m.seq, error: errorToData(e) }),
       )
-      .finally(() => mp.releaseTensors(m.items));
+      .finally(() => {
+        job.cancels.delete(m.seq);
+        mp.releaseTensors(m.items);
+      });
     job.running.add(done);
     void done.finally(() => job.running.delete(done));
   }

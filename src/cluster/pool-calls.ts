@@ -11,6 +11,8 @@ export interface CallState {
   resolve(values: unknown[][]): void;
   reject(e: Error): void;
   signal?: AbortSignal;
+  /** The caller gave a signal: its chunks on other hosts are cancelled there on abort. */
+  abortable: boolean;
   /** Stops listening to `signal`. */
   off?: () => void;
 }
@@ -31,15 +33,31 @@ export class Calls {
   done = 0;
   failed = 0;
   #seq = 0;
+  readonly #onAbort: ((call: CallState) => void) | undefined;
+
+  /** `onAbort`: a call was aborted by its signal (the head cancels its chunks held by hosts). */
+  constructor(onAbort?: (call: CallState) => void) {
+    this.#onAbort = onAbort;
+  }
 
   /** Queues `items` as chunks of `chunksize`; the promise has each chunk's values, in order. */
-  add(target: WireTarget, items: readonly unknown[], chunksize: number, star: boolean, signal?: AbortSignal): Promise<unknown[][]> {
+  add(
+    target: WireTarget,
+    items: readonly unknown[],
+    chunksize: number,
+    star: boolean,
+    signal?: AbortSignal,
+    abortable = signal !== undefined,
+  ): Promise<unknown[][]> {
     return new Promise<unknown[][]>((res, rej) => {
       const n = Math.ceil(items.length / chunksize);
-      const call: CallState = { results: new Array(n), remaining: n, settled: false, resolve: res, reject: rej, signal };
+      const call: CallState = { results: new Array(n), remaining: n, settled: false, resolve: res, reject: rej, signal, abortable };
       if (n === 0) return res([]);
       if (signal) {
-        const onAbort = (): void => this.fail(call, new mp.AbortError(undefined, { cause: signal.reason }));
+        const onAbort = (): void => {
+          this.fail(call, new mp.AbortError(undefined, { cause: signal.reason }));
+          this.#onAbort?.(call);
+        };
         if (signal.aborted) return onAbort();
         signal.addEventListener('abort', onAbort, { once: true });
         // Taken off once the call settles: an imap's signal outlives thousands of chunk calls.

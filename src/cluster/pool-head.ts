@@ -10,7 +10,7 @@ import type { RemotePool, RemotePoolOptions } from '../pool/cluster-link.js';
 import { connectCluster, hostId } from './connect.js';
 import { errorFromData } from './codec.js';
 import { DEFAULT_HOST_TIMEOUT_MS, HEARTBEAT_MS, headBeat, type ToHead } from './protocol.js';
-import { Calls, type Chunk } from './pool-calls.js';
+import { Calls, type CallState, type Chunk } from './pool-calls.js';
 import { streamChunks, type StreamOptions } from './pool-stream.js';
 import { Placement, type Host } from './pool-placement.js';
 import type { LocalSlots } from './pool-local.js';
@@ -22,7 +22,7 @@ export class ClusterPool implements RemotePool {
   readonly #root: string;
   readonly #hostTimeout: number;
   readonly #ready: Promise<void>;
-  readonly #calls = new Calls();
+  readonly #calls = new Calls((call) => this.#cancelHeld(call));
   #nc: NatsConnection | null = null;
   #wire: HeadWire | null = null;
   #placement: Placement | null = null;
@@ -92,8 +92,10 @@ export class ClusterPool implements RemotePool {
       yield* here.imap(wire, iterable, o);
       return;
     }
+    // Leaving the loop early ends the stream's signal too; only the caller's own signal is an
+    // abort on the agents (a local Pool stops a worker that has begun an aborted call's chunk).
     yield* streamChunks(iterable, o, (items, signal) => {
-      const values = this.#calls.add(wire, items, items.length, false, signal);
+      const values = this.#calls.add(wire, items, items.length, false, signal, o.signal !== undefined);
       this.#pump();
       return values.then((chunks) => chunks[0]!);
     });
@@ -115,12 +117,25 @@ export class ClusterPool implements RemotePool {
         if (c.call.settled) continue;
         h.held.set(c.seq, c);
         if (h.local !== null) this.#runHere(h, c);
-        else this.#wire!.send(h.name, { op: 'run', seq: c.seq, target: c.target, items: c.items, star: c.star });
+        else
+          this.#wire!.send(h.name, { op: 'run', seq: c.seq, target: c.target, items: c.items, star: c.star, abortable: c.call.abortable });
       }
     }
     if (queue.length > 0 && !hosts.some((h) => !h.lost && !h.closed)) {
       const e = new mp.HostLostError('Every host of this cluster Pool is lost: nothing is left to run its tasks.', hosts[0]?.name ?? '');
       for (const c of queue.splice(0)) this.#calls.fail(c.call, e);
+    }
+  }
+
+  /**
+   * An aborted call's chunks held by other hosts: each agent drops those no worker has begun, as
+   * a local Pool does (one begun runs to its end there, its result dropped). This host's own
+   * chunks are aborted by the call's signal, which their local Pool calls carry.
+   */
+  #cancelHeld(call: CallState): void {
+    for (const h of this.#placement?.hosts ?? []) {
+      if (h.local !== null || h.lost || h.closed || !h.cancels || !call.abortable) continue;
+      for (const [seq, c] of h.held) if (c.call === call) this.#wire!.send(h.name, { op: 'cancel', seq });
     }
   }
 

@@ -23,6 +23,8 @@ export interface Host {
   local: LocalSlots | null;
   /** On the head's own machine (NOTE [Same-host slots]): a Pool's have `local`, a loader's are the loader's (NOTE [Cluster loader]). */
   here: boolean;
+  /** Its agent takes 'cancel' (Offer.cancel): an aborted call's chunks there are cancelled. */
+  cancels: boolean;
 }
 
 /** A Pool's options, or a loader's (`loader`: the agents start DataLoader workers, none at open). */
@@ -63,7 +65,7 @@ export class Placement {
         const n = Math.min(want, offer.free);
         if (n < 1) continue;
         const here = offer.host === me && boot !== '' && offer.boot === boot;
-        if (await this.#open(offer.host, n, here)) want -= n;
+        if (await this.#open(offer.host, n, here, offer.cancel === true)) want -= n;
       }
       if (want > 0 && performance.now() > deadline)
         throw new mp.ClusterUnavailableError(
@@ -72,7 +74,7 @@ export class Placement {
     }
   }
 
-  async #open(name: string, slots: number, here: boolean): Promise<boolean> {
+  async #open(name: string, slots: number, here: boolean, cancels: boolean): Promise<boolean> {
     const o = this.#o;
     const req: OpenRequest = {
       job: this.#job,
@@ -93,6 +95,7 @@ export class Placement {
       closed: false,
       local: null,
       here,
+      cancels,
       beat: this.#nc.subscribe(agentBeat(name), {
         callback: () => {
           host.lastBeat = performance.now();

@@ -21,6 +21,10 @@
 //    An agent that dies takes its workers with it (children die with their parent).
 // A chunk is sent once and never re-sent: a Pool task runs at most once (rejected, never
 // silently re-run), as CPython's contract says.
+// An aborted call (its caller's signal) rejects at once on the head, which sends 'cancel' for
+// each of its chunks a host holds; the agent aborts that chunk's call on its local Pool, which
+// drops it if no worker has begun it and stops a worker that has (NOTE [Pool aborts]). An imap
+// left early cancels nothing there: its chunks run, their results dropped.
 // The slots of an agent on the head's own machine are the exception to all the wire above:
 // the head runs their workers itself, and NATS carries only their lease (NOTE [Same-host
 // slots] in cluster/pool-local.ts).
@@ -49,6 +53,8 @@ export interface Offer {
   free: number;
   /** The kernel's boot id (/proc/sys/kernel/random/boot_id; '' where unreadable): with `host`, how a head knows the agent is on its own machine. */
   boot?: string;
+  /** The agent takes 'cancel' (an agent before it ended the job on an op it did not know). */
+  cancel?: boolean;
 }
 
 export interface OpenRequest {
@@ -69,7 +75,11 @@ export interface OpenRequest {
 
 /** head → agent, on jobSubject. */
 export type ToAgent =
-  | { op: 'run'; seq: number; target: WireTarget; items: readonly unknown[]; star: boolean }
+  // abortable: its call has a signal; the agent's local Pool call then has one too (NOTE [Pool
+  // aborts]: such chunks keep a worker to themselves), for 'cancel'. Absent from older heads.
+  | { op: 'run'; seq: number; target: WireTarget; items: readonly unknown[]; star: boolean; abortable?: boolean }
+  // The call of chunk `seq` was aborted: dropped here if no worker has begun it (a local Pool's abort).
+  | { op: 'cancel'; seq: number }
   | { op: 'close' }
   | { op: 'terminate' }
   // A cluster loader's (NOTE [Cluster loader]): its workers here, by the loader's worker id.

@@ -5,7 +5,9 @@
 // workers on every host; an agent's death is HostLostError for what it held, the rest goes on.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HostLostError, Pool, ProcessExitedException, Tensor, full } from '../../src/index.js';
 import { checkLeaks } from '../helpers/leaks.js';
@@ -195,6 +197,28 @@ it("an agent gives a chunk's tensors back once it has replied: one segment serve
   for (let i = 0; i < 20; i++) assert.equal(await pool.apply(T('nbytesReleased'), [t]), 1 << 20);
   // Left to the agent's collector, each task's copy would hold a segment of its own: 20 more.
   assert.ok(segments() - before <= 3, `the agent maps ${segments() - before} more segments after 20 tasks`);
+});
+
+it("an aborted call's chunk that an agent holds and has not begun never runs there", { timeout: 30_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tp-cancel-'));
+  try {
+    // The head says it is host Z: its one slot is on agent A, which holds two chunks a slot.
+    await using pool = new Pool({ processes: 1, cluster: { servers: nats.servers, root, hostId: 'Z' } });
+    const [gate, marker] = [join(dir, 'gate'), join(dir, 'marker')];
+    const held = pool.apply(T('waitForFile'), [gate]);
+    const ac = new AbortController();
+    const aborted = pool.apply(T('mark'), [marker], { signal: ac.signal });
+    await waitFor(() => pool.stats().inFlight === 2); // both chunks are with A, the second behind the first
+    ac.abort();
+    await assert.rejects(aborted, (e: unknown) => (e as Error).name === 'AbortError');
+    writeFileSync(gate, '');
+    assert.equal(await held, 'A');
+    // A's one worker takes its chunks in order: once this one is back, the aborted one would have run.
+    await pool.apply(T('where'), [1]);
+    assert.equal(existsSync(marker), false, 'the aborted chunk ran on A');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 it("the head's death ends its workers on every host", { timeout: 30_000 }, async () => {
