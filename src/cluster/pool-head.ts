@@ -6,12 +6,12 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import * as mp from '../index.js';
-import type { RemotePool, RemotePoolOptions } from '../pool/cluster-link.js';
+import type { RemoteImapOptions, RemotePool, RemotePoolOptions } from '../pool/cluster-link.js';
 import { connectCluster, hostId } from './connect.js';
 import { errorFromData } from './codec.js';
 import { DEFAULT_HOST_TIMEOUT_MS, HEARTBEAT_MS, headBeat, type ToHead } from './protocol.js';
 import { Calls, type CallState, type Chunk } from './pool-calls.js';
-import { streamChunks, type StreamOptions } from './pool-stream.js';
+import { streamChunks } from './pool-stream.js';
 import { Placement, type Host } from './pool-placement.js';
 import type { LocalSlots } from './pool-local.js';
 import { HeadWire, wireTarget } from './pool-wire.js';
@@ -84,7 +84,11 @@ export class ClusterPool implements RemotePool {
     return (await all)[0]![0];
   }
 
-  async *imap(target: mp.Target, iterable: AsyncIterable<unknown> | Iterable<unknown>, o: StreamOptions): AsyncIterableIterator<unknown> {
+  async *imap(
+    target: mp.Target,
+    iterable: AsyncIterable<unknown> | Iterable<unknown>,
+    o: RemoteImapOptions,
+  ): AsyncIterableIterator<unknown> {
     await this.#ready;
     const wire = wireTarget(this.#root, target);
     const here = this.#placement!.onlyLocal();
@@ -133,8 +137,9 @@ export class ClusterPool implements RemotePool {
    * chunks are aborted by the call's signal, which their local Pool calls carry.
    */
   #cancelHeld(call: CallState): void {
+    if (!call.abortable) return;
     for (const h of this.#placement?.hosts ?? []) {
-      if (h.local !== null || h.lost || h.closed || !h.cancels || !call.abortable) continue;
+      if (h.local !== null || h.lost || h.closed || !h.cancels) continue;
       for (const [seq, c] of h.held) if (c.call === call) this.#wire!.send(h.name, { op: 'cancel', seq });
     }
   }

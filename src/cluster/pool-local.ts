@@ -32,10 +32,9 @@
 //    they are stopped, as an agent's own workers die with it.
 import * as mp from '../index.js';
 import type { EnvName } from '../env.js';
-import type { RemotePoolOptions } from '../pool/cluster-link.js';
+import type { RemoteImapOptions, RemotePoolOptions } from '../pool/cluster-link.js';
 import type { WireTarget } from './protocol.js';
 import { targetHere, wireTarget } from './pool-wire.js';
-import type { StreamOptions } from './pool-stream.js';
 
 type ModuleTarget = { module: string; export: string };
 
@@ -111,7 +110,7 @@ export class LocalSlots {
   async *imap(
     w: WireTarget,
     iterable: AsyncIterable<unknown> | Iterable<unknown>,
-    { chunksize, ahead, ordered, signal }: StreamOptions,
+    { chunksize, ahead, ordered, signal }: RemoteImapOptions,
   ): AsyncIterableIterator<unknown> {
     const t = this.#target(w);
     const o = { chunksize, buffersize: ahead, signal };

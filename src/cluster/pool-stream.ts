@@ -6,13 +6,7 @@
 import { setMaxListeners } from 'node:events';
 import * as mp from '../index.js';
 
-export interface StreamOptions {
-  chunksize: number;
-  /** Tasks read ahead of the consumer at most. */
-  ahead: number;
-  ordered: boolean;
-  signal?: AbortSignal;
-}
+import type { RemoteImapOptions } from '../pool/cluster-link.js';
 
 /**
  * Yields `run(chunk)`'s values chunk by chunk. A chunk's error is thrown where its turn comes
@@ -23,7 +17,7 @@ export interface StreamOptions {
  */
 export async function* streamChunks(
   iterable: AsyncIterable<unknown> | Iterable<unknown>,
-  o: StreamOptions,
+  o: RemoteImapOptions,
   run: (items: unknown[], signal: AbortSignal) => Promise<unknown[]>,
 ): AsyncIterableIterator<unknown> {
   const ended = new AbortController();
@@ -37,7 +31,12 @@ export async function* streamChunks(
       ? (iterable as AsyncIterable<unknown>)[Symbol.asyncIterator]()
       : (iterable as Iterable<unknown>)[Symbol.iterator]();
   let exhausted = false;
-  const inFlight: { values: Promise<unknown[]>; n: number }[] = [];
+  type Entry = { values: Promise<unknown[]>; n: number };
+  /** Chunks given out and not handed over, in the order given (what `ordered` hands over next). */
+  const inFlight: Entry[] = [];
+  /** Unordered: chunks settled and not handed over, in the order they settled. */
+  const settled: Entry[] = [];
+  let wake: (() => void) | null = null;
   let ahead = 0;
   try {
     for (;;) {
@@ -56,23 +55,29 @@ export async function* streamChunks(
         const values = run(items, ended.signal);
         // Thrown where its turn comes, or dropped with the call: never an unhandled rejection.
         values.catch(() => {});
-        inFlight.push({ values, n: items.length });
+        const entry = { values, n: items.length };
+        inFlight.push(entry);
+        if (!o.ordered) {
+          // Noted once, as it settles: no race over every chunk in flight for each one handed over.
+          const arrive = (): void => {
+            settled.push(entry);
+            wake?.();
+          };
+          values.then(arrive, arrive);
+        }
         ahead += items.length;
       }
       if (inFlight.length === 0) return;
-      let i = 0;
-      if (!o.ordered)
-        i = await Promise.race(
-          inFlight.map((c, k) =>
-            c.values.then(
-              () => k,
-              () => k,
-            ),
-          ),
-        );
-      const [chunk] = inFlight.splice(i, 1);
-      const values = await chunk!.values;
-      ahead -= chunk!.n;
+      let chunk: Entry;
+      if (o.ordered) chunk = inFlight.shift()!;
+      else {
+        while (settled.length === 0) await new Promise<void>((r) => (wake = r));
+        wake = null;
+        chunk = settled.shift()!;
+        inFlight.splice(inFlight.indexOf(chunk), 1);
+      }
+      const values = await chunk.values;
+      ahead -= chunk.n;
       yield* values;
     }
   } finally {

@@ -7,16 +7,20 @@ import type { PoolStats } from './pool-stats.js';
 
 export type { ClusterOptions } from '../workers/cluster-entry.js';
 
+/** A cluster imap's options: `ahead` is the call's buffersize (tasks read ahead of the consumer at most). */
+export interface RemoteImapOptions {
+  chunksize: number;
+  ahead: number;
+  ordered: boolean;
+  signal?: AbortSignal;
+}
+
 /** What a cluster pool does for the Pool (src/cluster/pool-head.ts implements it). */
 export interface RemotePool {
   map(target: Target, items: readonly unknown[], chunksize: number | undefined, star: boolean, signal?: AbortSignal): Promise<unknown[]>;
   apply(target: Target, args: readonly unknown[], signal?: AbortSignal): Promise<unknown>;
   /** Reads `items` lazily, at most `ahead` tasks ahead of the consumer; yields as chunks come back. */
-  imap(
-    target: Target,
-    items: AsyncIterable<unknown> | Iterable<unknown>,
-    o: { chunksize: number; ahead: number; ordered: boolean; signal?: AbortSignal },
-  ): AsyncIterableIterator<unknown>;
+  imap(target: Target, items: AsyncIterable<unknown> | Iterable<unknown>, o: RemoteImapOptions): AsyncIterableIterator<unknown>;
   close(): void;
   terminate(): void;
   join(): Promise<void>;

@@ -10,7 +10,7 @@ import { ListCall } from './list-call.js';
 import { IterCall } from './iter-call.js';
 import { Scheduler } from './scheduler.js';
 import type { PoolStats } from './pool-stats.js';
-import { emptyStats, loadRemotePool, type ClusterOptions, type RemotePool } from './cluster-link.js';
+import { emptyStats, loadRemotePool, type ClusterOptions, type RemoteImapOptions, type RemotePool } from './cluster-link.js';
 
 export interface PoolOptions {
   /** How many workers. Default os.availableParallelism(). */
@@ -334,7 +334,7 @@ async function* remoteIter(
   remote: Promise<RemotePool>,
   target: Target,
   iterable: Iterable<unknown> | AsyncIterable<unknown>,
-  o: Parameters<RemotePool['imap']>[2],
+  o: RemoteImapOptions,
 ): AsyncIterableIterator<unknown> {
   yield* (await remote).imap(target, iterable, o);
 }
