@@ -201,6 +201,7 @@ export class Registry {
     const proc = this.#procs.get(pid);
     if (proc === undefined || proc.exited !== null) return;
     if (proc.conns > 0) {
+      this.#log(`pid ${pid} exited with ${proc.conns} connection(s) not yet read to their end: judged when they are`);
       this.#pids.quiet(pid);
       proc.exited = setTimeout(() => this.#judgeDeath(proc), DEATH_READ_MS);
       return;
