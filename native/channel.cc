@@ -9,11 +9,12 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <linux/sockios.h>
 #include <unistd.h>
+#include <algorithm>
 #include <uv.h>
 #include <cerrno>
-#include <vector>
 
 namespace tp {
 namespace {
@@ -100,18 +101,24 @@ Napi::Value Send(const Napi::CallbackInfo& info) {
 // A reserve closed for a receive that then finds nothing waiting is replaced at once (an
 // eventfd, which holds nothing: one system call while this side has nothing to do anyway)
 // and handed back in fdsOut[0], so that the next receive needs no probe either.
+// A caller whose datagrams carry witnesses only (NOTE [Witnesses of named segments]) may
+// instead receive without either (kDropsSeen): a datagram whose descriptors the kernel had to
+// drop is then returned all the same, with fdsOut[0] = -1, and the caller decides whether
+// the message needed them (a witness it can do without: the owner's two-tick rule covers a
+// reference no descriptor witnesses) or was lost.
 // A zero-length datagram reads as 0 like the end of the stream: it is the end only if every
 // sending end is closed (RDHUP) and nothing else waits (SIOCINQ), else it is returned as -2
 // (no tensorproc process sends one; the caller drops it).
 constexpr int kReserveNone = -1;  // probe
 constexpr int kNoProbe = -2;      // the caller expects no descriptors (notices, the manager)
+constexpr int kDropsSeen = -3;    // no probe; a datagram whose descriptors were dropped is returned
 
 bool EnsureSlot(Napi::Env env, int sock, int reserve) {
   if (reserve >= 0) {
     close(reserve);
     return true;
   }
-  if (reserve == kNoProbe) return true;
+  if (reserve == kNoProbe || reserve == kDropsSeen) return true;
   int probe = fcntl(sock, F_DUPFD_CLOEXEC, 0);
   if (probe >= 0) {
     close(probe);
@@ -172,33 +179,72 @@ Napi::Value Recv(const Napi::CallbackInfo& info) {
     ThrowErrno(info.Env(), errno, "recvmsg");
     return info.Env().Undefined();
   }
+  // The control buffer holds kMaxFds, all a sender can attach (the kernel installs what fits
+  // and truncates the rest), so `got` never overflows.
+  int got[kMaxFds];
   size_t nfds = 0;
-  std::vector<int> got;
   for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
       size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
       const int* p = reinterpret_cast<const int*>(CMSG_DATA(c));
-      got.insert(got.end(), p, p + k);
+      for (size_t j = 0; j < k && nfds < kMaxFds; j++) got[nfds++] = p[j];
     }
   }
-  nfds = got.size();
-  // The control buffer holds SCM_MAX_FD descriptors, all a sender can attach: a truncated
-  // control part means the kernel could not install them (NOTE [Receiving descriptors]).
-  if (msg.msg_flags & MSG_CTRUNC) {
-    for (int f : got) close(f);
+  // A truncated control part means the kernel could not install them all (NOTE [Receiving
+  // descriptors]).
+  bool dropped = (msg.msg_flags & MSG_CTRUNC) != 0;
+  if (dropped && reserve != kDropsSeen) {
+    for (size_t k = 0; k < nfds; k++) close(got[k]);
     ThrowErrno(info.Env(), EMFILE, "recvmsg");
     return info.Env().Undefined();
   }
   bool tooMany = nfds + 1 > fdsOut.ElementLength();
   if ((msg.msg_flags & MSG_TRUNC) || tooMany) {
-    for (int f : got) close(f);
+    for (size_t k = 0; k < nfds; k++) close(got[k]);
     ThrowErrno(info.Env(), EMSGSIZE, "recvmsg");
     return info.Env().Undefined();
+  }
+  if (dropped) {
+    for (size_t k = 0; k < nfds; k++) close(got[k]);  // some of them: the message has them all or none
+    fdsOut[0] = -1;
+    return Napi::Number::New(info.Env(), static_cast<double>(r));
   }
   if (r == 0 && nfds == 0) return Napi::Number::New(info.Env(), AtEnd(static_cast<int>(fd)) ? -1 : -2);
   fdsOut[0] = static_cast<int32_t>(nfds);
   for (size_t k = 0; k < nfds; k++) fdsOut[k + 1] = got[k];
   return Napi::Number::New(info.Env(), static_cast<double>(r));
+}
+
+// closeFds(fds: Int32Array, n) closes fds[0..n) (distinct descriptors the caller owns; the
+// array is reordered). Contiguous runs go in one close_range() each (Linux 5.9), so closing
+// the witnesses a receiver gathered (NOTE [Witness bin], src/sharing/witness-bin.ts), which
+// the kernel numbered from the lowest free slot up, is mostly one system call.
+Napi::Value CloseFds(const Napi::CallbackInfo& info) {
+  int64_t n;
+  if (info.Length() < 2 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array ||
+      !ArgInt(info, 1, &n)) {
+    Napi::TypeError::New(info.Env(), "tensorproc addon: expected (Int32Array, count)").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  auto fds = info[0].As<Napi::Int32Array>();
+  size_t count = std::min(static_cast<size_t>(std::max<int64_t>(n, 0)), fds.ElementLength());
+  int32_t* d = fds.Data();
+  std::sort(d, d + count);
+  static bool haveCloseRange = true;
+  for (size_t i = 0; i < count;) {
+    size_t j = i;
+    while (j + 1 < count && d[j + 1] == d[j] + 1) j++;
+    if (j > i && haveCloseRange) {
+      if (syscall(SYS_close_range, static_cast<unsigned>(d[i]), static_cast<unsigned>(d[j]), 0u) == 0) {
+        i = j + 1;
+        continue;
+      }
+      if (errno == ENOSYS) haveCloseRange = false;  // before Linux 5.9: one by one
+    }
+    for (size_t k = i; k <= j; k++) close(d[k]);
+    i = j + 1;
+  }
+  return info.Env().Undefined();
 }
 
 // Poll: readiness of a descriptor from the event loop (uv_poll). The callback gets
@@ -318,6 +364,7 @@ void InitChannel(Napi::Env env, Napi::Object exports) {
   exports.Set("send", Napi::Function::New(env, Send));
   exports.Set("recv", Napi::Function::New(env, Recv));
   exports.Set("reserveFd", Napi::Function::New(env, ReserveFd));
+  exports.Set("closeFds", Napi::Function::New(env, CloseFds));
   exports.Set("Poll", Poll::Class(env));
 }
 

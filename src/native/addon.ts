@@ -81,6 +81,8 @@ export interface Addon {
   recv(fd: number, buffer: Uint8Array, fdsOut: Int32Array, reserve?: number): number;
   /** A descriptor that holds nothing (an eventfd): a slot kept for later. */
   reserveFd(): number;
+  /** Closes fds[0..n) (reordering the array): contiguous runs in one close_range() each. */
+  closeFds(fds: Int32Array, n: number): void;
   Poll: new (fd: number, callback: (status: number, events: number) => void) => NativePoll;
 
   setParentDeathSignal(signal: number): void;
@@ -150,6 +152,13 @@ export const RECV_EMPTY = -2;
 export const RECV_PROBE = -1;
 /** recv() reserve: no descriptor is expected (notices, the manager's protocol). */
 export const RECV_NO_PROBE = -2;
+/**
+ * recv() reserve: no probe, and a datagram whose descriptors the kernel dropped (a full
+ * table) is returned with fdsOut[0] = -1 instead of thrown (NOTE [Receiving descriptors]).
+ */
+export const RECV_DROPS_SEEN = -3;
+/** fdsOut[0] after a recv with RECV_DROPS_SEEN: the datagram's descriptors were dropped. */
+export const FDS_DROPPED = -1;
 /** A datagram larger than the buffer it was read into (recv throws with this errno). */
 export const EMSGSIZE = -90;
 export const POLL_READABLE = 1;

@@ -11,6 +11,7 @@ import { onShed, releaseReceived } from './descriptors.js';
 import { onMappingsShort } from './mappings.js';
 import { Slabs, packed } from './packing.js';
 import { countHeld } from './memory-counters.js';
+import { closeBinned, onBinned } from './witness-bin.js';
 
 /** A lease buffer that never reached user code, and its state, kept for the next lease. */
 export interface Spare {
@@ -30,6 +31,7 @@ onMappingsShort(() => emptySegmentCaches()); // NOTE [Mapping budget]
 let housekeepingTimer: NodeJS.Timeout | null = null;
 
 function housekeeping(): void {
+  closeBinned(); // NOTE [Witness bin]: an owner waits for these at most one tick more
   const open = slabs.closeIdle();
   cache.housekeeping();
   received.housekeeping(DECAY_TICKS);
@@ -42,6 +44,7 @@ function housekeeping(): void {
 function wantHousekeeping(): void {
   if (housekeepingTimer === null) housekeepingTimer = setInterval(housekeeping, HOUSEKEEPING_MS).unref();
 }
+onBinned(wantHousekeeping);
 
 // Segments that have had a lease in this process, for the exit cleanup (those with a live
 // lease then drop their hold). A segment is listed once, not on every lease: a Set add and

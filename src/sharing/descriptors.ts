@@ -29,19 +29,22 @@
 // in its place (while it has nothing else to do). A steady consumer of memfd tensors (get,
 // use, release) then receives with no probe: its system calls per message are those it made
 // before the probe.
-// A stream whose datagrams carry no descriptors (file_system tensors, plain data: a pool's
-// tasks) gives nothing to stash, and would pay the probe on every message. So an endpoint
-// that has received PROBE_AFTER datagrams in a row without one stops probing (Endpoint), and
-// the reserve, kept then as an eventfd, covers the one descriptor such a message may need
-// afterwards (opening a file_system segment's name: withReserve()). A datagram with
-// descriptors met by a non-probing receive in a process out of descriptors is lost, and
-// reported as such (known gap); the endpoint probes again from then on.
+// A stream whose datagrams carry no descriptors (plain data: a pool's tasks) gives nothing to
+// stash, and would pay the probe on every message; one whose datagrams carry only witnesses
+// (file_system tensors: NOTE [Witness bin]) would pay a close per message. So an endpoint
+// that has received PROBE_AFTER datagrams in a row that needed no slot stops making sure of
+// one (datagram-reader.ts), and the reserve, kept then as an eventfd, covers the one
+// descriptor such a message may need afterwards (opening a file_system segment's name:
+// withReserve()). A datagram met by such a receive in a process out of descriptors has its
+// descriptors dropped by the kernel: delivered if they were witnesses only, else lost and
+// reported as such (known gap); the endpoint makes sure of a slot again from then on.
 import { onExit } from '../exit-hooks.js';
 import { isMainThread } from 'node:worker_threads';
 import { addon, fileLimit, RECV_PROBE } from '../native/index.js';
 import { ForwardCopyWarning } from '../errors.js';
 import { onSegmentUnmapped, type Segment } from './segment.js';
 import { envNumber } from '../env.js';
+import { binWitness, binnedCount, closeBinned } from './witness-bin.js';
 
 const KEEP_ENV = envNumber('TENSORPROC_KEEP_FDS');
 const KEEP_FIXED = KEEP_ENV !== undefined ? Math.floor(KEEP_ENV) : null;
@@ -103,6 +106,20 @@ export function ensureReserve(): void {
 }
 
 /**
+ * An endpoint stops reserving because its datagrams carry witnesses at most (NOTE [Witness
+ * bin]): the reserve may be the last of those witnesses, which no receive would close now,
+ * and which would keep its owner's epoch from ending. It goes to the bin; an eventfd takes
+ * its place.
+ */
+export function renewReserve(): void {
+  if (reserve !== null && reserve.segment === null) {
+    binWitness(reserve.fd);
+    reserve = null;
+  }
+  ensureReserve();
+}
+
+/**
  * `open()` a descriptor for a received message (a file_system segment's name); out of
  * descriptors, the reserve's slot is given to it, then refilled (NOTE [Receive reserve]).
  */
@@ -121,6 +138,22 @@ export function withReserve<T>(open: () => T, isFull: (e: unknown) => boolean): 
       ensureReserve();
     }
   }
+}
+
+/**
+ * A received witness whose message is decoded (NOTE [Witness bin]): the receive reserve if
+ * the endpoint took the last one (it is reserving), else into the bin.
+ */
+export function retireWitness(fd: number): void {
+  retired++;
+  if (reserve === null) reserve = { fd, segment: null };
+  else binWitness(fd);
+}
+let retired = 0;
+
+/** Witnesses retired so far: a reader compares it around a decode (NOTE [Witness bin]). */
+export function witnessesRetired(): number {
+  return retired;
 }
 
 /** The replacement a receive that found nothing made for the reserve it closed (-1: none). */
@@ -163,7 +196,8 @@ export function onShed(shed: () => number): void {
  * sent on). Returns how many were closed; the caller tries again when any were.
  */
 export function shedDescriptors(): number {
-  let n = 0;
+  let n = binnedCount();
+  closeBinned();
   if (reserve !== null) {
     addon.close(reserve.fd);
     reserve = null;

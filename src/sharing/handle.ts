@@ -5,10 +5,11 @@ import { addon } from '../native/index.js';
 import { Storage } from '../tensor/index.js';
 import { BadHandleError, TooManyFilesError } from '../errors.js';
 import { Lease, received, emptySegmentCaches, type Spare } from './allocator.js';
-import { closeKept, closeReserve, giveReserve, keepReceived, touchKept, warnForwardCopy, withReserve } from './descriptors.js';
+import { closeKept, closeReserve, keepReceived, retireWitness, touchKept, warnForwardCopy, withReserve } from './descriptors.js';
 import { Segment, fdIdentity, type FdIdentity } from './segment.js';
 import type { SharingStrategy } from './strategy.js';
 import { closeWitness, witnessFor } from './witness.js';
+import { closeBinned } from './witness-bin.js';
 
 export interface StorageHandle {
   readonly strategy: SharingStrategy;
@@ -49,6 +50,7 @@ export function emptyCache(): void {
   closeKept();
   closeReserve();
   closeWitness();
+  closeBinned();
 }
 
 // Shared storages of this process by identity (segment key, and the piece's offset when it
@@ -150,9 +152,9 @@ export function importStorage(handle: StorageHandle, fd: number | null, fdCarrie
         )
       );
     } finally {
-      // Kept as the receive reserve, which the next receive closes first (NOTE [Receive
-      // reserve]): that receive then needs no probe.
-      if (fd !== null) giveReserve(fd);
+      // The receive reserve, which the next receive closes first (then it needs no probe), or
+      // into the bin of witnesses closed together (NOTE [Witness bin]).
+      if (fd !== null) retireWitness(fd);
     }
   }
   // The sender's identity hint finds a mapping this process has without an fstat; when it

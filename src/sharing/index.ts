@@ -6,7 +6,17 @@ export { HEADER_BYTES } from './segment-header.js';
 export { cache as segmentCache, received as receiveCache, Lease } from './allocator.js';
 export { exportStorage, importStorage, abandonExport, emptyCache } from './handle.js';
 export type { StorageHandle, ExportedStorage } from './handle.js';
-export { shedDescriptors, takeReserve, giveReserve, ensureReserve, keptCount } from './descriptors.js';
+export {
+  shedDescriptors,
+  takeReserve,
+  giveReserve,
+  ensureReserve,
+  renewReserve,
+  keptCount,
+  retireWitness,
+  witnessesRetired,
+} from './descriptors.js';
+export { binnedCount } from './witness-bin.js';
 export { hasMappingRoom, mappingsError, mappedSegments } from './mappings.js';
 export { slabs } from './allocator.js';
 export { PACK_BYTES, SLAB_BYTES, PIECE_ALIGN } from './packing.js';

@@ -34,11 +34,13 @@
 // Cost: one descriptor per message that carries a segment of the sender's (passed with the
 // datagram, closed by the receiver; no more held for good than before: file_system receivers
 // keep none), and three system calls per epoch ended, at most one per housekeeping tick and
-// only while an owned named segment has references unaccounted for. A lone tensor's witness
-// becomes the receiver's receive reserve (NOTE [Receive reserve]), closed by its next receive
-// (or replaced by an eventfd when that finds nothing): no probe per receive. Known gap: a
-// receiver that stops receiving without closing keeps the witness of its last lone tensor
-// until it receives again or empties its cache, and orphans of that epoch wait for it.
+// only while an owned named segment has references unaccounted for. A receiver closes
+// witnesses in batches (NOTE [Witness bin]): a steady stream costs no close() per message.
+// While a receiver still reserves a slot per receive, a lone tensor's witness becomes its
+// receive reserve (NOTE [Receive reserve]), closed by its next receive. Known gap: a receiver
+// that stops receiving without closing keeps its last witnesses until its next housekeeping
+// tick (the reserve one until it receives again or empties its cache), and orphans of that
+// epoch wait for it.
 import { isMainThread } from 'node:worker_threads';
 import { addon } from '../native/index.js';
 import { onExit } from '../exit-hooks.js';

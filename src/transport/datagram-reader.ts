@@ -3,10 +3,18 @@
 // reserve], descriptors.ts), a full descriptor table, a peer's reset, datagrams that no
 // tensorproc process sends. Each is a coded error that says whether anything was taken. The
 // waiting (gets, polls, timeouts) is the Endpoint's (endpoint.ts).
-import { addon, EAGAIN, EMSGSIZE, RECV_EMPTY, RECV_NO_PROBE, systemError } from '../native/index.js';
+import { addon, EAGAIN, EMSGSIZE, FDS_DROPPED, RECV_DROPS_SEEN, RECV_EMPTY, systemError } from '../native/index.js';
 import { FrameDecodeError, TooManyFilesError } from '../errors.js';
 import { decodeReceived, MAX_FDS, MAX_FRAME } from './frame.js';
-import { ensureReserve, giveReserve, hasMappingRoom, mappingsError, shedDescriptors, takeReserve } from '../sharing/index.js';
+import {
+  giveReserve,
+  hasMappingRoom,
+  mappingsError,
+  renewReserve,
+  shedDescriptors,
+  takeReserve,
+  witnessesRetired,
+} from '../sharing/index.js';
 
 /** read() found nothing waiting. */
 export const READ_NOTHING = EAGAIN;
@@ -25,8 +33,14 @@ export class DatagramReader {
   /** What the endpoint is called in errors: 'queue' or 'pipe end'. */
   readonly #what: string;
   readonly #onDatagram: (() => void) | undefined;
-  /** Datagrams received in a row without descriptors (NOTE [Receive reserve]). */
+  /**
+   * Datagrams received in a row that needed no descriptor slot (NOTE [Receive reserve]):
+   * those without descriptors, and those whose only descriptors were witnesses (NOTE
+   * [Witness bin]), which a message can do without.
+   */
   #fdLess = 0;
+  /** The datagram read() took had its descriptors dropped by the kernel (a full table). */
+  #dropped = false;
 
   /** `onDatagram` is called each time a datagram is taken off the socket, before it is decoded. */
   constructor(fd: number, what: string, onDatagram?: () => void) {
@@ -68,7 +82,34 @@ export class DatagramReader {
 
   /** The message of the datagram read() took, `n` bytes long (before the next read). */
   decode(n: number): unknown {
-    return decodeReceived(recvBuffer.subarray(0, n), fdsOut);
+    const fds = fdsOut[0]!;
+    if (this.#dropped) return this.#decodeDropped(n);
+    if (fds === 0) return decodeReceived(recvBuffer.subarray(0, n), fdsOut);
+    const before = witnessesRetired();
+    const value = decodeReceived(recvBuffer.subarray(0, n), fdsOut);
+    // Only witnesses: the next receives need no slot made sure of (NOTE [Witness bin]).
+    if (witnessesRetired() - before === fds) this.#noSlotNeeded();
+    else this.#fdLess = 0;
+    return value;
+  }
+
+  /**
+   * A datagram whose descriptors the kernel dropped (RECV_DROPS_SEEN at a full table):
+   * delivered if it needed none but witnesses (file_system storages only), else it is lost,
+   * and said so. The endpoint makes sure of a slot again from now on.
+   */
+  #decodeDropped(n: number): unknown {
+    this.#dropped = false;
+    this.#fdLess = 0;
+    try {
+      return decodeReceived(recvBuffer.subarray(0, n), fdsOut);
+    } catch {
+      throw this.#error(Object.assign(new Error('recvmsg: descriptors dropped'), { code: 'EMFILE', syscall: 'recvmsg' }));
+    }
+  }
+
+  #noSlotNeeded(): void {
+    if (++this.#fdLess === PROBE_AFTER) renewReserve();
   }
 
   #error(e: unknown): Error {
@@ -106,13 +147,16 @@ export class DatagramReader {
   #recv(): number {
     try {
       // NOTE [Receive reserve]: a slot is made sure of while datagrams here carry descriptors.
-      const reserve = this.#fdLess < PROBE_AFTER ? takeReserve() : RECV_NO_PROBE;
+      const reserve = this.#fdLess < PROBE_AFTER ? takeReserve() : RECV_DROPS_SEEN;
       const n = addon.recv(this.#fd, recvBuffer, fdsOut, reserve);
       if (n === EAGAIN) {
         if (reserve >= 0) giveReserve(fdsOut[0]!);
       } else if (n >= 0) {
-        if (fdsOut[0]! > 0) this.#fdLess = 0;
-        else if (++this.#fdLess === PROBE_AFTER) ensureReserve();
+        if (fdsOut[0] === FDS_DROPPED) {
+          fdsOut[0] = 0;
+          this.#dropped = true;
+        } else if (fdsOut[0] === 0) this.#noSlotNeeded();
+        // with descriptors: decode() says whether they were witnesses only
       }
       return n;
     } catch (e) {

@@ -1,7 +1,7 @@
 // PLAIN frames, the decoder: reads a frame plain-encode.ts wrote (NOTE [Plain frames],
 // plain-layout.ts), its table first, then the tree.
 import { Tensor, type Storage } from '../tensor/index.js';
-import { importStorage, type StorageHandle } from '../sharing/index.js';
+import { importStorage, retireWitness, type StorageHandle } from '../sharing/index.js';
 import { FrameDecodeError } from '../errors.js';
 import { addon } from '../native/index.js';
 import { checkHandle, checkTensorLayout } from './reductions.js';
@@ -56,6 +56,7 @@ export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: nu
   if (count > fdState.length) fdState = new Uint8Array(count);
   const state = fdState;
   state.fill(FD_UNUSED, 0, count);
+  let decoded = false;
   try {
     if (bytes.buffer !== src.buffer) ({ view: srcView, text: srcText } = receivedViews(bytes));
     src = bytes;
@@ -74,6 +75,7 @@ export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: nu
     end = tableAt;
     const value = read(0);
     if (pos !== end) throw new FrameDecodeError('A received message has bytes after its value.');
+    decoded = true;
     return value;
   } finally {
     tableHandles.length = 0;
@@ -81,6 +83,12 @@ export function decodePlain(bytes: Uint8Array, fds: ArrayLike<number>, count: nu
     imported.length = 0;
     for (let i = 0; i < count; i++) {
       if (state[i] === FD_TAKEN) continue;
+      // In a message that decoded, one no entry refers to is its witness (NOTE [Witnesses of
+      // named segments]), closed with others (NOTE [Witness bin]).
+      if (decoded && state[i] === FD_UNUSED) {
+        retireWitness(fds[first + i]!);
+        continue;
+      }
       try {
         addon.close(fds[first + i]!);
       } catch {
