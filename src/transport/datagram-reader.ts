@@ -85,11 +85,15 @@ export class DatagramReader {
     const fds = fdsOut[0]!;
     if (this.#dropped) return this.#decodeDropped(n);
     if (fds === 0) return decodeReceived(recvBuffer.subarray(0, n), fdsOut);
+    const run = this.#fdLess;
+    this.#fdLess = 0; // descriptors arrive here: a slot is made sure of again, unless...
     const before = witnessesRetired();
     const value = decodeReceived(recvBuffer.subarray(0, n), fdsOut);
-    // Only witnesses: the next receives need no slot made sure of (NOTE [Witness bin]).
-    if (witnessesRetired() - before === fds) this.#noSlotNeeded();
-    else this.#fdLess = 0;
+    // ...they were witnesses only, which a message can do without (NOTE [Witness bin]).
+    if (witnessesRetired() - before === fds) {
+      this.#fdLess = run;
+      this.#noSlotNeeded();
+    }
     return value;
   }
 
@@ -103,8 +107,10 @@ export class DatagramReader {
     this.#fdLess = 0;
     try {
       return decodeReceived(recvBuffer.subarray(0, n), fdsOut);
-    } catch {
-      throw this.#error(Object.assign(new Error('recvmsg: descriptors dropped'), { code: 'EMFILE', syscall: 'recvmsg' }));
+    } catch (e) {
+      // Without its descriptors the message could not be rebuilt (the decoder's error says
+      // which part): it is lost for want of slots, which is what the user must act on.
+      throw this.#error(Object.assign(new Error('recvmsg: descriptors dropped', { cause: e }), { code: 'EMFILE', syscall: 'recvmsg' }));
     }
   }
 
