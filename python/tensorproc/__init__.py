@@ -6,6 +6,7 @@ import os
 import numpy as np
 
 from . import _frames as F
+from . import _own as O
 from . import _segment as S
 from ._channels import ChannelClosedError, Connection, Event, JoinableQueue, Queue, QueueEmpty, QueueFull, SimpleQueue
 from ._frames import FrameDecodeError, NotTransferableError, DTYPES
@@ -44,7 +45,7 @@ def empty(shape, dtype="float32"):
     dt = F.dtype_of(dtype) if isinstance(dtype, str) and dtype in DTYPES else np.dtype(dtype)
     F.dtype_code(dt)
     n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    storage = S.allocate(F._strategy(), max(n, 1))
+    storage = O.allocate(F._strategy(), max(n, 1))
     return np.ndarray(tuple(shape), dt, buffer=storage.buffer(), offset=0)
 
 

@@ -55,6 +55,33 @@ _store.argtypes = [_u32p, ctypes.c_int32, ctypes.c_int]
 _store.restype = None
 
 
+# The hot path's forms (a message's get, adopt and release; see NOTE [Hot words] in
+# _header.py): the same libatomic functions without argtypes, called with a ctypes.c_void_p
+# made once per word. ctypes converting an int address through argtypes, and a Python
+# function around each call, cost more than the atomic instruction itself.
+#   add_at(ptr, value, SEQ_CST) -> old value; sub_at likewise; cas(ptr, expected, desired) -> bool
+SEQ_CST = _SEQ_CST
+_raw = ctypes.PyDLL(_lib._name)  # a second handle: ctypes keeps one function object per name and library
+add_at = _raw.__atomic_fetch_add_4
+add_at.restype = ctypes.c_int32
+sub_at = _raw.__atomic_fetch_sub_4
+sub_at.restype = ctypes.c_int32
+_cas_at = _raw.__atomic_compare_exchange_4
+_cas_at.restype = ctypes.c_bool
+_byref = ctypes.byref
+
+
+def cas(ptr, expected, desired):
+    """Compare-and-swap at the c_void_p `ptr`: True if the word was `expected` (now `desired`).
+    A fresh cell for `expected` per call: a shared one would be overwritten by a finalizer or a
+    thread releasing a storage between our store into it and the call."""
+    return _cas_at(ptr, _byref(_c_i32(expected)), desired, _SEQ_CST, _SEQ_CST)
+
+
+def ptr(addr):
+    return ctypes.c_void_p(addr)
+
+
 if platform.machine() in ("x86_64", "AMD64"):
     _c_int32 = ctypes.c_int32
 
@@ -63,10 +90,29 @@ if platform.machine() in ("x86_64", "AMD64"):
         # compiles to (a mov), and needs no foreign call.
         return _c_int32.from_address(addr).value
 
+    def words(addr, n):
+        """The `n` int32 words at `addr`, loaded by indexing (w[i]): a memoryview, whose aligned
+        4-byte read is the same plain load, without a ctypes object per read."""
+        return memoryview((ctypes.c_int32 * n).from_address(addr)).cast("B").cast("i")
+
 else:
 
     def load(addr):
         return _load(addr, _SEQ_CST)
+
+    class _Words:
+        __slots__ = ("addr",)
+
+        def __init__(self, addr):
+            self.addr = addr
+
+        def __getitem__(self, i):
+            return _load(self.addr + 4 * i, _SEQ_CST)
+
+    def words(addr, n):
+        """The `n` int32 words at `addr`, loaded by indexing (w[i]): elsewhere than x86-64 a
+        plain load is not sequentially consistent, so each read is libatomic's."""
+        return _Words(addr)
 
 
 def store(addr, value):

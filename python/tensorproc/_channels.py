@@ -6,10 +6,13 @@ import mmap
 import os
 import select
 import socket
+import struct
 import time
 
 from . import _atomic as A
 from . import _frames as F
+from . import _segment as S
+from ._spin import GetSpin
 
 
 class QueueEmpty(Exception):
@@ -57,6 +60,8 @@ _DONTWAIT = int(socket.MSG_DONTWAIT)
 _SEND_FLAGS = int(socket.MSG_DONTWAIT | socket.MSG_NOSIGNAL)
 _TRUNCATED = int(socket.MSG_TRUNC | socket.MSG_CTRUNC)
 _RECV_SPACE = socket.CMSG_SPACE(F.MAX_FDS * 4)
+_MAX_FRAME = F.MAX_FRAME
+_FD = struct.Struct("=i").unpack
 
 
 def fds_of(anc):
@@ -88,6 +93,8 @@ class _Endpoint:
     def __init__(self, send_fd, recv_fd):
         self.send_sock = socket.socket(fileno=send_fd)
         self.recv_sock = self.send_sock if recv_fd == send_fd else socket.socket(fileno=recv_fd)
+        self._recvmsg = self.recv_sock.recvmsg  # bound once: recv() runs once per message
+        self.spin = None  # a Queue's GetSpin (_spin.py)
         self.closed = False
 
     def send(self, frame, deadline=None):
@@ -103,19 +110,29 @@ class _Endpoint:
                     raise QueueFull("The socket stayed full.") from None
                 _wait(self.send_sock, select.POLLOUT, left)
 
-    def recv(self, deadline, sock=None):
-        """(bytes, fds) of one datagram, or None when `deadline` passes."""
-        sock = sock or self.recv_sock
+    def recv(self, deadline, armed=None):
+        """(bytes, fds) of one datagram, or None when `deadline` passes; `armed`: what a Queue's
+        SENT read before this receive, to spin on if the socket is empty (_spin.py)."""
         while True:
             try:
-                data, anc, flags, _ = sock.recvmsg(F.MAX_FRAME, _RECV_SPACE, _RECV_FLAGS)
+                data, anc, flags, _ = self._recvmsg(_MAX_FRAME, _RECV_SPACE, _RECV_FLAGS)
             except BlockingIOError:
+                S.close_binned()  # nothing to batch them with now (NOTE [Descriptor bin])
+                if armed is not None:
+                    moved, armed = self.spin.spin(armed, deadline), None
+                    if moved:
+                        continue
                 left = _left(deadline)
                 if left == 0:
                     return None
-                _wait(sock, select.POLLIN, left)
+                _wait(self.recv_sock, select.POLLIN, left)
                 continue
-            fds = fds_of(anc) if anc else []
+            if not anc:
+                fds = []
+            elif len(anc) == 1 and anc[0][0] == _SOL_SOCKET and anc[0][1] == _SCM_RIGHTS and len(anc[0][2]) == 4:
+                fds = [_FD(anc[0][2])[0]]  # one descriptor: fds_of's common case, without the call
+            else:
+                fds = fds_of(anc)
             if not data and not fds:
                 raise ChannelClosedError("The other end of this channel is closed (every Node process holding it has gone).")
             if flags & _TRUNCATED:
@@ -139,6 +156,7 @@ def _wait(sock, events, timeout):
     p.poll(None if timeout is None else max(1, int(timeout * 1000)))
 
 
+_decode = F.decode
 # Queue words (src/queue/slots.ts NOTE [Queue slots], spin.ts)
 COUNT, WAITERS, NOTICED, SENT = 0, 1, 2, 16
 
@@ -180,6 +198,13 @@ class Queue(SimpleQueue):
         super().__init__(send_fd, recv_fd)
         self._w = _Words(state_fd)
         self.maxsize = maxsize if maxsize > 0 else None
+        # What a get touches, ready to use (NOTE [Hot words] in _header.py): the words to load
+        # by index, the pointers of COUNT and NOTICED for compare-and-swaps, the receive.
+        self._w32 = A.words(self._w.addr, 1024)
+        self._count_at = A.ptr(self._w.addr + 4 * COUNT)
+        self._noticed_at = A.ptr(self._w.addr + 4 * NOTICED)
+        self._recv = self._e.recv
+        self._spin = self._e.spin = GetSpin(self._w32)
 
     def qsize(self):
         return max(0, self._w.load(COUNT))
@@ -208,7 +233,8 @@ class Queue(SimpleQueue):
         return got
 
     def _notify(self):
-        if A.compare_exchange(self._w.w(NOTICED), 0, 1) != 0:
+        # run by most gets while a producer waits on a full queue: the pointer made once
+        if not A.cas(self._noticed_at, 0, 1):
             return
         try:
             self._e.recv_sock.send(b"\x01", _DONTWAIT)
@@ -250,23 +276,27 @@ class Queue(SimpleQueue):
             A.sub(self._w.w(WAITERS), 1)
 
     def _taken(self):
-        w = self._w
-        at = w.addr  # + 4 * COUNT (0)
-        while True:
-            c = A.load(at)
-            if c <= 0 or A.compare_exchange(at, c, c - 1) == c:
-                break
-        if A.load(at + 4 * WAITERS) > 0:
+        w32, at, cas = self._w32, self._count_at, A.cas
+        c = w32[COUNT]
+        while c > 0 and not cas(at, c, c - 1):  # never below 0
+            c = w32[COUNT]
+        if w32[WAITERS] > 0:
             self._notify()
 
     def get(self, timeout=None):
-        got = self._e.recv(_deadline(timeout))
+        spin, armed = self._spin, None
+        if spin.skip == 0:  # SENT read before the receive looks (_spin.py)
+            armed = self._w32[SENT]
+        elif spin.skip > 0:
+            spin.skip -= 1
+        got = self._recv(None if timeout is None else _deadline(timeout), armed)
         if got is None:
             raise QueueEmpty("Nothing arrived on the queue within %s s." % timeout)
         self._taken()
-        return F.decode(*got)
+        return _decode(got[0], got[1])
 
     def close(self):
+        self._spin.skip = -1  # a get after close() reads no word of the page unmapped below: its receive fails
         super().close()
         self._w.close()
 

@@ -5,6 +5,8 @@ import struct
 
 import numpy as np
 
+from . import _own as O
+from . import _plans as P
 from . import _segment as S
 
 FRAME_VERSION = 2
@@ -88,6 +90,9 @@ def _array(storage, code, shape, stride, offset):
 
 def decode(data, fds):
     """The value of one received frame; takes every descriptor in `fds`."""
+    plan = _plan_of(data) if type(data) is bytes else None  # NOTE [Frame plans]
+    if plan is not None and type(fds) is list and len(fds) <= 1:
+        return P.planned(plan, fds)
     fds = fds if type(fds) is list else list(fds)
     try:
         if len(data) < 2:
@@ -117,6 +122,7 @@ def decode(data, fds):
                     pass
 
 
+_plan_of = P.plans.get
 _TENSOR_HEAD = struct.Struct("<BBBBHdd")  # from byte 2: dtype, ndim, strategy, name length, piece, nbytes, offset
 _ONE_DIM = struct.Struct("<dd")
 
@@ -138,8 +144,11 @@ def _decode_tensor(data, fds):
     fd = fds[0] if fds else None
     if fds:
         fds[0] = None
-    storage = S.import_handle(STRATEGIES[strat], name, piece * PIECE_ALIGN, int(nbytes), fd)
-    return _array(storage, code, shape, stride, offset)
+    handle = (STRATEGIES[strat], name, piece * PIECE_ALIGN, int(nbytes))
+    storage = S.import_handle(*handle, fd)
+    a = _array(storage, code, shape, stride, offset)
+    P.remember(data, storage, a, handle)
+    return a
 
 
 class _Plain:
@@ -292,7 +301,7 @@ def place(arr, tensor=None, keep=None):
         s = S.storage_of(ptr, span)
         if s is not None and (ptr - s.addr) % size == 0:
             return s, (ptr - s.addr) // size, [st // size for st in arr.strides]
-    storage = S.allocate(_strategy(), max(arr.nbytes, 1))
+    storage = O.allocate(_strategy(), max(arr.nbytes, 1))
     buf = storage.buffer()
     if keep is not None:
         keep.append(buf)  # not collected (and so not reused) before the frame is sent

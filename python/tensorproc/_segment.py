@@ -1,7 +1,7 @@
-"""Shared segments in this Python process: mapping received ones, making and recycling our own,
-and the leases (one per storage) whose end gives a reference back (docs/protocol.md,
-"Claiming and releasing a reference"). Single-threaded use per process is assumed for the
-bookkeeping here (a lock guards it against the garbage collector's finalizers)."""
+"""Shared segments in this Python process: mapping received ones, the registry of our own (made
+and recycled in _own.py), and the leases (one per storage) whose end gives a reference back
+(docs/protocol.md, "Claiming and releasing a reference"). Single-threaded use per process is
+assumed for the bookkeeping here (a lock guards it against the garbage collector's finalizers)."""
 import ctypes
 import errno
 import os
@@ -30,6 +30,9 @@ SHM_PREFIX = "tensorproc_"
 
 _lock = threading.RLock()
 PID = os.getpid()
+_monotonic = time.monotonic
+_wref = weakref.ref
+_add_at, _SEQ_CST = A.add_at, A.SEQ_CST
 
 
 class BadHandleError(ValueError):
@@ -57,34 +60,37 @@ class Segment:
         self.fd = fd  # kept memfd descriptor (file_descriptor), else None
         self.owned = owned
         self.header = Header(addr)
+        self.data = addr + HEADER_BYTES
         self.slot = -2
+        self.slot_at = None  # the slot's count word as a ctypes pointer (NOTE [Hot words])
         self.holds = 0  # live leases of this process: a hold in the header while > 0 (received)
         self.buffers = 0  # buffer objects alive over the mapping: it is unmapped only at 0
         self.pieces = {}  # offset -> weakref of a live Storage
         self.idle_since = time.monotonic()
         self.unmapped = False
 
-    @property
-    def data(self):
-        return self.addr + HEADER_BYTES
-
     def own_slot(self):
         if self.slot == -2:
-            self.slot = self.header.claim_slot(PID)
+            self.set_slot(self.header.claim_slot(PID))
         return self.slot
 
-    def adopt(self):
-        self.header.adopt(self.own_slot())
+    def set_slot(self, slot):
+        """Our slot's count word (-1: none free), and its pointer with it, always together."""
+        self.slot = slot
+        self.slot_at = A.ptr(self.addr + 4 * slot) if slot >= 0 else None
 
     def release_in_flight(self):
         self._drop_total()
 
     def unref(self):
-        self.header.lower_slot(self.own_slot())  # the slot first, then the total: see protocol.md
-        return self._drop_total()
+        if self.slot == -2:
+            self.own_slot()
+        return self._unlink_if_free(self.header.release(self.slot, self.slot_at))
 
     def _drop_total(self):
-        left = self.header.drop_total()
+        return self._unlink_if_free(self.header.drop_total())
+
+    def _unlink_if_free(self, left):
         if left == 0 and self.name is not None:
             try:
                 os.unlink("/dev/shm" + self.name)
@@ -159,7 +165,10 @@ def _open_name(name, end):
 def import_handle(strategy, name, offset, nbytes, fd):
     """The Storage for a received handle: adopts the reference the sender added; takes `fd`."""
     with _lock:
-        _decay()
+        if _parked and _monotonic() - _last_decay[0] >= 0.5:
+            # _decay()'s own test, without the call per message: the bound on _parked is kept
+            # where segments are parked (_release), so here only the clock can make it work
+            _decay()
         end = offset + nbytes
         witness = None
         try:
@@ -187,7 +196,7 @@ def import_handle(strategy, name, offset, nbytes, fd):
                 # held already: the message's reference is not needed (dropped before the descriptor is closed)
                 seg.release_in_flight()
                 if fd is not None:
-                    os.close(fd)
+                    _bin(fd)
                     fd = None
                 if end > seg.capacity:
                     raise BadHandleError("A handle claims bytes %d to %d of a segment of %d." % (offset, end, seg.capacity))
@@ -205,19 +214,64 @@ def import_handle(strategy, name, offset, nbytes, fd):
                 if end > seg.capacity:
                     seg.release_in_flight()
                     raise BadHandleError("A handle claims bytes %d to %d of a segment of %d." % (offset, end, seg.capacity))
-            seg.adopt()  # the reference becomes our hold, then the descriptor may go
+            # the reference becomes our hold, recorded in our slot (one add, on the slot's pointer:
+            # NOTE [Hot words]), then the descriptor may go
+            if seg.slot == -2:
+                seg.own_slot()
+            if seg.slot >= 0:
+                _add_at(seg.slot_at, 1, _SEQ_CST)
             if fd is not None:
                 if seg.fd is None:
                     seg.fd = fd
                 else:
-                    os.close(fd)
+                    _bin(fd)
                 fd = None
             return _lease(seg, offset, nbytes)
         finally:
             if fd is not None:
                 os.close(fd)
             if witness is not None:
-                os.close(witness)
+                _bin(witness)
+
+
+# NOTE [Descriptor bin]
+# A message's descriptor (the memfd of a segment we map already, or a file_system message's
+# witness) is closed once its reference is adopted or released: a close() per message, on top
+# of the recvmsg that installed it, about 2 us of the 12 a Python consumer spent on a 1 KiB
+# tensor. Closed later it is no less correct (protocol.md, "Witnesses": keeping it longer only
+# delays the owner's taking back of references lost in flight, never frees anything early; a
+# memfd's description stays open anyway while we keep the mapping's own descriptor). So it goes
+# into this bin, closed as a whole (one close_range when the kernel numbered them in a row, as
+# it does from the lowest free slot up) when it holds BIN_SIZE, whenever a receive finds its
+# channel empty (_channels.py: before any wait, so a consumer with nothing to do holds none),
+# at _decay()'s looks (twice a second while segments come and go) and at exit. What it costs: a
+# process that stops calling get() for a while keeps up to BIN_SIZE - 1 of them open as long.
+BIN_SIZE = 32
+_binned = []
+
+
+def _bin(fd):
+    _binned.append(fd)
+    if len(_binned) >= BIN_SIZE:
+        close_binned()
+
+
+def close_binned():
+    """Closes the descriptors in the bin (NOTE [Descriptor bin])."""
+    with _lock:
+        if not _binned:
+            return
+        fds = _binned[:]
+        del _binned[:]
+    lo, hi = min(fds), max(fds)
+    if hi - lo == len(fds) - 1:  # all of them, and only them (each number is one of ours)
+        os.closerange(lo, hi + 1)
+        return
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 class Storage:
@@ -230,9 +284,11 @@ class Storage:
         self.offset = offset
         self.nbytes = nbytes
         self.released = False
-        buf = _Buffer.make(max(nbytes, 1), seg.data + offset)
+        n = nbytes if nbytes > 0 else 1
+        kind = _buffer_types.get(n) or _buffer_type(n)
+        buf = kind.from_address(seg.data + offset)
         buf._storage = self  # the buffer keeps the storage (and its segment) alive
-        self._buffer = weakref.ref(buf)
+        self._buffer = _wref(buf)
         self._new = buf  # kept until the first array is made over it (buffer())
 
     def buffer(self):
@@ -250,19 +306,26 @@ class Storage:
     def release(self):
         """Drops this process's hold now (the memory stays mapped until no array uses it)."""
         with _lock:
-            if self.released:
-                return
-            self.released = True
-            seg = self.seg
-            if seg.pieces.get(self.offset) is not None and seg.pieces[self.offset]() is self:
-                del seg.pieces[self.offset]
-            seg.holds -= 1
-            if seg.holds == 0:
-                seg.idle_since = time.monotonic()
-                if not seg.owned:
-                    seg.unref()
-                    _parked[seg.key] = seg
-                    _decay()
+            _release(self)
+
+
+def _release(storage):
+    """Storage.release under _lock: the piece forgotten, and the hold given back with the last one."""
+    if storage.released:
+        return
+    storage.released = True
+    seg = storage.seg
+    ref = seg.pieces.get(storage.offset)
+    if ref is not None and ref() is storage:
+        del seg.pieces[storage.offset]
+    seg.holds -= 1
+    if seg.holds == 0:
+        seg.idle_since = now = _monotonic()
+        if not seg.owned:
+            seg.unref()
+            _parked[seg.key] = seg
+            if len(_parked) > PARK_MAX or now - _last_decay[0] >= 0.5:
+                _decay(now)
 
 
 _exited = [False]
@@ -271,51 +334,51 @@ _exited = [False]
 def _gone(buf):
     # The buffer's __del__, not a weakref.finalize per buffer (a registry entry, a weak
     # reference and a callback object per message): when the last array over it is collected,
-    # its storage is released, at the same moment and with the same effect.
+    # its storage is released, at the same moment and with the same effect. One function, not
+    # a chain of them: it runs once per message received.
     storage = buf.__dict__.get("_storage")
-    if storage is not None and not _exited[0]:  # after release_all, which gave every hold back
-        _buffer_gone(storage.seg, storage)
-
-
-class _Buffer:
-    _types = {}  # nbytes -> a ctypes array class with the release hook, made once per size
-
-    @classmethod
-    def make(cls, n, addr):
-        sub = cls._types.get(n)
-        if sub is None:
-            sub = type("SharedBytes", (ctypes.c_uint8 * n,), {"__del__": _gone})
-            if len(cls._types) >= 1024:
-                cls._types.clear()
-            cls._types[n] = sub
-        return sub.from_address(addr)
-
-
-def _buffer_gone(seg, storage):
+    if storage is None or _exited[0]:  # after release_all, which gave every hold back
+        return
+    seg = storage.seg
     with _lock:
-        storage.release()
+        if not storage.released:
+            _release(storage)
         seg.buffers -= 1
         if seg.buffers == 0 and not seg.owned and seg.holds == 0 and seg.key not in _parked:
             seg.unmap()
+
+
+# nbytes -> a ctypes array class with the release hook, made once per size
+_buffer_types = {}
+
+
+def _buffer_type(n):
+    kind = type("SharedBytes", (ctypes.c_uint8 * n,), {"__del__": _gone})
+    if len(_buffer_types) >= 1024:
+        _buffer_types.clear()
+    _buffer_types[n] = kind
+    return kind
 
 
 def _lease(seg, offset, nbytes):
     s = Storage(seg, offset, nbytes)
     seg.holds += 1
     seg.buffers += 1
-    seg.pieces[offset] = weakref.ref(s)
+    seg.pieces[offset] = _wref(s)
     return s
 
 
-def _decay():
+def _decay(now=None):
     """Unmaps parked segments past the bound or idle for PARK_DECAY_S, once no array uses them."""
     if not _parked:
         return
-    now = time.monotonic()
+    if now is None:
+        now = _monotonic()
     over = len(_parked) - PARK_MAX
     if over <= 0 and now - _last_decay[0] < 0.5:
         return  # looked at twice a second, or when over the bound
     _last_decay[0] = now
+    close_binned()
     for key, seg in list(_parked.items()):
         if seg.holds > 0:
             _parked.pop(key, None)
@@ -340,90 +403,9 @@ def storage_of(addr, nbytes):
         return None
 
 
-# ---- segments of our own -------------------------------------------------------------------
+# ---- segments of our own (made in _own.py) and sending storages on ---------------------------
 
-_free = {}  # capacity -> [Segment] owned, possibly free
-CACHE_MAX_BYTES = 1 << 30
-
-
-def _size_class(n):
-    c = 4096
-    while c < n:
-        c *= 2
-    return c
-
-
-def _create(strategy, capacity):
-    size = HEADER_BYTES + capacity
-    if strategy == "file_system":
-        name = "/%s%d_%s" % (SHM_PREFIX, PID, os.urandom(8).hex())
-        manager.hold(name)  # told before the name exists (protocol.md: the file_system manager)
-        try:
-            fd = os.open("/dev/shm" + name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        except OSError:
-            manager.drop(name)
-            raise
-        try:
-            os.posix_fallocate(fd, 0, size)
-            addr = _map(fd, size)
-        except OSError:
-            os.close(fd)
-            os.unlink("/dev/shm" + name)
-            manager.drop(name)
-            raise
-        os.close(fd)
-        seg = Segment(strategy, name, "fs:" + name, addr, size, None, True)
-    else:
-        fd = os.memfd_create("tensorproc", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        try:
-            os.posix_fallocate(fd, 0, size)
-            __import__("fcntl").fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-            addr = _map(fd, size)
-        except OSError:
-            os.close(fd)
-            raise
-        seg = Segment(strategy, None, _fd_key(os.fstat(fd)), addr, size, fd, True)
-    seg.slot = seg.header.init(PID, capacity)
-    _segments[seg.key] = seg
-    return seg
-
-
-def _reclaim_dead(seg):
-    for pid, _count in seg.header.holders():
-        if pid != PID and not A.pid_alive(pid):
-            seg.header.reclaim_slots(pid)
-
-
-def allocate(strategy, nbytes):
-    """A new Storage of `nbytes` in a segment of our own, recycled when one is free."""
-    cap = _size_class(nbytes)
-    with _lock:
-        _decay()
-        lst = _free.setdefault((strategy, cap), [])
-        for seg in lst:
-            if seg.buffers != 0 or seg.holds != 0:
-                continue
-            if seg.refs() != 1:
-                _reclaim_dead(seg)
-                if seg.refs() != 1:
-                    continue
-            return _lease(seg, 0, nbytes)
-        _trim()
-        seg = _create(strategy, cap)
-        lst.append(seg)
-        return _lease(seg, 0, nbytes)
-
-
-def _trim():
-    total = sum(s.size for lst in _free.values() for s in lst)
-    if total < CACHE_MAX_BYTES:
-        return
-    for lst in _free.values():
-        for seg in list(lst):
-            if seg.buffers == 0 and seg.holds == 0:
-                lst.remove(seg)
-                seg.unref()
-                seg.unmap()
+_free = {}  # (strategy, capacity) -> [Segment] owned, possibly free (_own.allocate)
 
 
 def export(storage):
@@ -448,6 +430,7 @@ def abandon(storage):
 
 def release_all():
     """At exit: gives back every hold and our own segments (their names go when unused)."""
+    close_binned()
     with _lock:
         _exited[0] = True
         for lst in _free.values():
