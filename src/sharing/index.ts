@@ -10,13 +10,12 @@ export {
   shedDescriptors,
   takeReserve,
   giveReserve,
-  ensureReserve,
   renewReserve,
   keptCount,
   retireWitness,
   witnessesRetired,
 } from './descriptors.js';
-export { binnedCount } from './witness-bin.js';
+export { binnedCount, closeBinned } from './witness-bin.js';
 export { hasMappingRoom, mappingsError, mappedSegments } from './mappings.js';
 export { slabs } from './allocator.js';
 export { PACK_BYTES, SLAB_BYTES, PIECE_ALIGN } from './packing.js';
